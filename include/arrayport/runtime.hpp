@@ -1,0 +1,583 @@
+// The runtime shim: the one place in arrayport that calls the CUDA runtime.
+//
+// Every other header goes through these functions, so a CPU-only build (ARRAYPORT_HAS_CUDA == 0)
+// compiles the same headers, and a HIP port is a mapping of this file. In a CUDA build the runtime
+// is linked statically: on a machine with no driver or no GPU the calls here report that
+// (is_available() is false, device_count() is 0) instead of failing to load.
+#pragma once
+
+#include <arrayport/config.hpp>
+#include <arrayport/error.hpp>
+#include <arrayport/memory_kind.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <utility>
+
+#if ARRAYPORT_HAS_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+namespace arrayport::runtime {
+
+/// Was the CUDA runtime compiled in?
+constexpr bool compiled_with_cuda() noexcept { return ARRAYPORT_HAS_CUDA != 0; }
+
+/// The result of probing for CUDA, taken once per process.
+struct availability {
+  int device_count = 0;  ///< usable CUDA devices (0 without CUDA)
+  int status = 0;        ///< the cudaError_t of the probe (0 when fine or CPU-only)
+  std::string reason;    ///< why there is no device; empty when device_count > 0
+};
+
+#if ARRAYPORT_HAS_CUDA
+namespace detail {
+
+[[noreturn]] inline void throw_cuda_error(cudaError_t status, const char* api, const char* file,
+                                          int line) {
+  // Clear the (non-sticky) error so the next unrelated call does not report it again.
+  if (!cuda_error::is_sticky_status(static_cast<int>(status))) (void)cudaGetLastError();
+  const char* name = cudaGetErrorName(status);
+  const char* text = cudaGetErrorString(status);
+  if (status == cudaErrorMemoryAllocation)
+    throw out_of_memory(static_cast<int>(status), name ? name : "cudaErrorMemoryAllocation",
+                        text ? text : "out of memory", api, file, line);
+  throw cuda_error(static_cast<int>(status), name ? name : "cudaErrorUnknown",
+                   text ? text : "unknown error", api, file, line);
+}
+
+inline void check(cudaError_t status, const char* api, const char* file, int line) {
+  if (status != cudaSuccess) throw_cuda_error(status, api, file, line);
+}
+
+inline cudaStream_t to_cuda(stream_handle s) noexcept { return static_cast<cudaStream_t>(s); }
+inline cudaEvent_t to_cuda_event(event_handle e) noexcept { return static_cast<cudaEvent_t>(e); }
+
+}  // namespace detail
+
+/// Checks a cudaError_t and throws arrayport::cuda_error (or out_of_memory) with the API text and
+/// the call site. For user code that calls the runtime itself.
+#define ARRAYPORT_CUDA_CHECK(call) \
+  ::arrayport::runtime::detail::check((call), #call, __FILE__, __LINE__)
+#endif  // ARRAYPORT_HAS_CUDA
+
+// ---------------------------------------------------------------------------------------------
+// Availability
+
+/// Probes the driver and devices once (thread-safe); later calls return the cached answer.
+inline const availability& probe() {
+  static const availability result = [] {
+    availability a;
+#if ARRAYPORT_HAS_CUDA
+    int count = 0;
+    cudaError_t status = cudaGetDeviceCount(&count);
+    (void)cudaGetLastError();
+    if (status == cudaSuccess && count > 0) {
+      a.device_count = count;
+      return a;
+    }
+    a.status = static_cast<int>(status);
+    int driver = 0;
+    (void)cudaDriverGetVersion(&driver);
+    if (status == cudaSuccess || status == cudaErrorNoDevice) {
+      a.reason = "no CUDA device: the driver reports none";
+    } else if (status == cudaErrorInsufficientDriver && driver == 0) {
+      a.reason = "no CUDA driver: libcuda could not be loaded";
+    } else if (status == cudaErrorInsufficientDriver) {
+      a.reason = "the CUDA driver (" + std::to_string(driver) +
+                 ") is older than the CUDA runtime arrayport was built with (" +
+                 std::to_string(CUDART_VERSION) + ")";
+    } else {
+      const char* name = cudaGetErrorName(status);
+      a.reason = std::string("CUDA is unusable: cudaGetDeviceCount failed with ") +
+                 (name ? name : "an unknown error");
+    }
+#else
+    a.reason = "arrayport was built without CUDA (CPU-only build)";
+#endif
+    return a;
+  }();
+  return result;
+}
+
+inline int device_count() { return probe().device_count; }
+inline bool is_available() { return device_count() > 0; }
+
+/// Throws no_device_error saying why, when no CUDA device can be used for `what`.
+inline void require_device(const char* what) {
+  const availability& a = probe();
+  if (a.device_count == 0) throw no_device_error(std::string(what) + " needs a CUDA device, but " + a.reason);
+}
+
+/// Throws value_error unless 0 <= device < device_count().
+inline void require_device_index(int device, const char* what) {
+  require_device(what);
+  if (device < 0 || device >= device_count())
+    throw value_error(std::string(what) + ": device must be in [0, " +
+                      std::to_string(device_count()) + "), got " + std::to_string(device));
+}
+
+/// CUDA runtime version compiled in (e.g. 13000), or 0 in a CPU-only build.
+inline int runtime_version() noexcept {
+#if ARRAYPORT_HAS_CUDA
+  int v = 0;
+  if (cudaRuntimeGetVersion(&v) != cudaSuccess) return 0;
+  return v;
+#else
+  return 0;
+#endif
+}
+
+/// Latest CUDA version the installed driver supports, or 0 without a driver.
+inline int driver_version() noexcept {
+#if ARRAYPORT_HAS_CUDA
+  int v = 0;
+  if (cudaDriverGetVersion(&v) != cudaSuccess) return 0;
+  return v;
+#else
+  return 0;
+#endif
+}
+
+// ---------------------------------------------------------------------------------------------
+// Devices
+
+/// The calling thread's current device (0 when none is available).
+inline int get_device() {
+#if ARRAYPORT_HAS_CUDA
+  if (!is_available()) return 0;
+  int d = 0;
+  ARRAYPORT_CUDA_CHECK(cudaGetDevice(&d));
+  return d;
+#else
+  return 0;
+#endif
+}
+
+inline void set_device(int device) {
+  require_device_index(device, "set_device");
+#if ARRAYPORT_HAS_CUDA
+  ARRAYPORT_CUDA_CHECK(cudaSetDevice(device));
+#endif
+}
+
+/// Properties of one device, as the report and arrayport.cuda.Device show them.
+struct device_properties {
+  int index = 0;
+  std::string name;
+  int major = 0, minor = 0;          ///< compute capability
+  std::size_t total_memory = 0;      ///< bytes
+  int multiprocessor_count = 0;
+  std::string pci_bus_id;            ///< "0000:3b:00.0"
+  std::string uuid;                  ///< "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
+  bool managed_memory = false;
+  bool concurrent_managed_access = false;
+  bool memory_pools = false;         ///< cudaMallocAsync supported
+};
+
+inline device_properties get_device_properties(int device) {
+  require_device_index(device, "device properties");
+  device_properties p;
+  p.index = device;
+#if ARRAYPORT_HAS_CUDA
+  cudaDeviceProp prop{};
+  ARRAYPORT_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  p.name = prop.name;
+  p.major = prop.major;
+  p.minor = prop.minor;
+  p.total_memory = prop.totalGlobalMem;
+  p.multiprocessor_count = prop.multiProcessorCount;
+  p.managed_memory = prop.managedMemory != 0;
+  p.concurrent_managed_access = prop.concurrentManagedAccess != 0;
+  int pools = 0;
+  ARRAYPORT_CUDA_CHECK(cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, device));
+  p.memory_pools = pools != 0;
+  char bus[32] = {};
+  ARRAYPORT_CUDA_CHECK(cudaDeviceGetPCIBusId(bus, static_cast<int>(sizeof bus), device));
+  p.pci_bus_id = bus;
+  // 16 bytes -> 36 characters plus the "GPU-" prefix; snprintf bounds every write.
+  char uuid[64] = {};
+  const auto* b = reinterpret_cast<const unsigned char*>(prop.uuid.bytes);
+  std::snprintf(uuid, sizeof uuid,
+                "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+                b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+                b[14], b[15]);
+  p.uuid = uuid;
+#endif
+  return p;
+}
+
+/// (free, total) bytes of `device`.
+inline std::pair<std::size_t, std::size_t> mem_get_info(int device) {
+  require_device_index(device, "mem_get_info");
+#if ARRAYPORT_HAS_CUDA
+  int previous = 0;
+  ARRAYPORT_CUDA_CHECK(cudaGetDevice(&previous));
+  if (previous != device) ARRAYPORT_CUDA_CHECK(cudaSetDevice(device));
+  std::size_t free_bytes = 0, total_bytes = 0;
+  cudaError_t status = cudaMemGetInfo(&free_bytes, &total_bytes);
+  if (previous != device) (void)cudaSetDevice(previous);
+  ARRAYPORT_CUDA_CHECK(status);
+  return {free_bytes, total_bytes};
+#else
+  return {0, 0};
+#endif
+}
+
+inline bool can_access_peer(int device, int peer) {
+  require_device_index(device, "can_access_peer");
+  require_device_index(peer, "can_access_peer");
+#if ARRAYPORT_HAS_CUDA
+  int ok = 0;
+  ARRAYPORT_CUDA_CHECK(cudaDeviceCanAccessPeer(&ok, device, peer));
+  return ok != 0;
+#else
+  return false;
+#endif
+}
+
+inline void device_synchronize() {
+  require_device("device_synchronize");
+#if ARRAYPORT_HAS_CUDA
+  ARRAYPORT_CUDA_CHECK(cudaDeviceSynchronize());
+#endif
+}
+
+/// Makes `device` current for its lifetime and restores the previous device (even on exception).
+/// A negative device, or a build or machine without CUDA, makes it a no-op.
+class device_guard {
+ public:
+  explicit device_guard(int device) {
+#if ARRAYPORT_HAS_CUDA
+    if (device < 0 || !is_available()) return;
+    ARRAYPORT_CUDA_CHECK(cudaGetDevice(&m_previous));
+    if (m_previous != device) {
+      ARRAYPORT_CUDA_CHECK(cudaSetDevice(device));
+      m_restore = true;
+    }
+#else
+    (void)device;
+#endif
+  }
+  ~device_guard() {
+#if ARRAYPORT_HAS_CUDA
+    if (m_restore) (void)cudaSetDevice(m_previous);
+#endif
+  }
+  device_guard(const device_guard&) = delete;
+  device_guard& operator=(const device_guard&) = delete;
+
+ private:
+  int m_previous = -1;
+  bool m_restore = false;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Allocation: the raw upstream calls. memory_resource.hpp pools on top of these.
+
+/// Stream-ordered allocation from `device`'s current memory pool (cudaMallocAsync).
+inline void* malloc_device_async(std::size_t bytes, int device, stream_handle stream) {
+  require_device_index(device, "device allocation");
+  void* p = nullptr;
+#if ARRAYPORT_HAS_CUDA
+  device_guard guard(device);
+  ARRAYPORT_CUDA_CHECK(cudaMallocAsync(&p, bytes, detail::to_cuda(stream)));
+#else
+  (void)bytes; (void)stream;
+#endif
+  return p;
+}
+
+inline void free_device_async(void* p, int device, stream_handle stream) noexcept {
+#if ARRAYPORT_HAS_CUDA
+  if (!p) return;
+  int previous = -1;
+  if (cudaGetDevice(&previous) == cudaSuccess && previous != device) (void)cudaSetDevice(device);
+  (void)cudaFreeAsync(p, detail::to_cuda(stream));
+  if (previous >= 0 && previous != device) (void)cudaSetDevice(previous);
+#else
+  (void)p; (void)device; (void)stream;
+#endif
+}
+
+/// Makes `device`'s default pool keep freed memory instead of returning it to the driver at each
+/// synchronisation, which is what makes cudaMallocAsync cost about a microsecond.
+inline void retain_pool_memory(int device) {
+  require_device_index(device, "retain_pool_memory");
+#if ARRAYPORT_HAS_CUDA
+  cudaMemPool_t pool = nullptr;
+  ARRAYPORT_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
+  std::uint64_t threshold = ~std::uint64_t{0};  // the attribute is a cuuint64_t
+  ARRAYPORT_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+#endif
+}
+
+/// Returns the unused memory of `device`'s default pool to the driver.
+inline void trim_pool(int device) {
+  require_device_index(device, "trim_pool");
+#if ARRAYPORT_HAS_CUDA
+  cudaMemPool_t pool = nullptr;
+  ARRAYPORT_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
+  ARRAYPORT_CUDA_CHECK(cudaMemPoolTrimTo(pool, 0));
+#endif
+}
+
+/// Managed (unified) allocation attached globally; the caller pools it (each call costs ~15 us).
+inline void* malloc_managed(std::size_t bytes, int device) {
+  require_device_index(device, "managed allocation");
+  void* p = nullptr;
+#if ARRAYPORT_HAS_CUDA
+  device_guard guard(device);
+  ARRAYPORT_CUDA_CHECK(cudaMallocManaged(&p, bytes, cudaMemAttachGlobal));
+#else
+  (void)bytes;
+#endif
+  return p;
+}
+
+/// Page-locked host allocation, portable across devices.
+inline void* malloc_pinned(std::size_t bytes) {
+  require_device("pinned allocation");
+  void* p = nullptr;
+#if ARRAYPORT_HAS_CUDA
+  ARRAYPORT_CUDA_CHECK(cudaHostAlloc(&p, bytes, cudaHostAllocPortable));
+#else
+  (void)bytes;
+#endif
+  return p;
+}
+
+/// Frees managed or device memory from cudaMalloc/cudaMallocManaged (synchronises the device).
+inline void free_managed(void* p) noexcept {
+#if ARRAYPORT_HAS_CUDA
+  if (p) (void)cudaFree(p);
+#else
+  (void)p;
+#endif
+}
+
+inline void free_pinned(void* p) noexcept {
+#if ARRAYPORT_HAS_CUDA
+  if (p) (void)cudaFreeHost(p);
+#else
+  (void)p;
+#endif
+}
+
+/// Page-locks existing host memory (for the pipeline's zero-staging transfers).
+inline void host_register(void* p, std::size_t bytes) {
+  require_device("host_register");
+#if ARRAYPORT_HAS_CUDA
+  ARRAYPORT_CUDA_CHECK(cudaHostRegister(p, bytes, cudaHostRegisterPortable));
+#else
+  (void)p; (void)bytes;
+#endif
+}
+
+inline void host_unregister(void* p) noexcept {
+#if ARRAYPORT_HAS_CUDA
+  if (p) (void)cudaHostUnregister(p);
+#else
+  (void)p;
+#endif
+}
+
+/// The memory kind and device of any pointer. Memory CUDA does not know is host memory.
+struct pointer_info {
+  memory_kind kind = memory_kind::host;
+  int device = -1;  ///< the owning device for device/managed memory, -1 otherwise
+};
+
+inline pointer_info query_pointer(const void* p) noexcept {
+  pointer_info info;
+#if ARRAYPORT_HAS_CUDA
+  if (!p || !is_available()) return info;
+  cudaPointerAttributes attr{};
+  if (cudaPointerGetAttributes(&attr, p) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return info;
+  }
+  switch (attr.type) {
+    case cudaMemoryTypeHost: info.kind = memory_kind::pinned; break;
+    case cudaMemoryTypeDevice: info.kind = memory_kind::device; info.device = attr.device; break;
+    case cudaMemoryTypeManaged: info.kind = memory_kind::managed; info.device = attr.device; break;
+    default: break;
+  }
+#else
+  (void)p;
+#endif
+  return info;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Copies. Unified addressing lets the runtime infer the direction from the pointers.
+
+inline void memcpy_async(void* dst, const void* src, std::size_t bytes, stream_handle stream) {
+  if (bytes == 0) return;
+#if ARRAYPORT_HAS_CUDA
+  if (is_available()) {
+    ARRAYPORT_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, detail::to_cuda(stream)));
+    return;
+  }
+#endif
+  (void)stream;
+  std::memcpy(dst, src, bytes);
+}
+
+inline void memset_async(void* dst, int value, std::size_t bytes, stream_handle stream) {
+  if (bytes == 0) return;
+#if ARRAYPORT_HAS_CUDA
+  if (is_available()) {
+    ARRAYPORT_CUDA_CHECK(cudaMemsetAsync(dst, value, bytes, detail::to_cuda(stream)));
+    return;
+  }
+#endif
+  (void)stream;
+  std::memset(dst, value, bytes);
+}
+
+/// Prefetches managed memory to `device` (or to the host when device < 0).
+inline void mem_prefetch_async(const void* p, std::size_t bytes, int device, stream_handle stream) {
+  require_device("prefetch");
+#if ARRAYPORT_HAS_CUDA
+#if CUDART_VERSION >= 13000
+  cudaMemLocation loc{};
+  loc.type = device < 0 ? cudaMemLocationTypeHost : cudaMemLocationTypeDevice;
+  loc.id = device < 0 ? 0 : device;
+  ARRAYPORT_CUDA_CHECK(cudaMemPrefetchAsync(p, bytes, loc, 0, detail::to_cuda(stream)));
+#else
+  ARRAYPORT_CUDA_CHECK(cudaMemPrefetchAsync(p, bytes, device < 0 ? cudaCpuDeviceId : device,
+                                            detail::to_cuda(stream)));
+#endif
+#else
+  (void)p; (void)bytes; (void)device; (void)stream;
+#endif
+}
+
+// ---------------------------------------------------------------------------------------------
+// Streams and events
+
+inline stream_handle stream_create(int device, int priority, bool non_blocking) {
+  require_device_index(device, "stream creation");
+#if ARRAYPORT_HAS_CUDA
+  device_guard guard(device);
+  cudaStream_t s = nullptr;
+  ARRAYPORT_CUDA_CHECK(cudaStreamCreateWithPriority(
+      &s, non_blocking ? cudaStreamNonBlocking : cudaStreamDefault, priority));
+  return s;
+#else
+  (void)priority; (void)non_blocking;
+  return nullptr;
+#endif
+}
+
+inline void stream_destroy(stream_handle s) noexcept {
+#if ARRAYPORT_HAS_CUDA
+  if (s) (void)cudaStreamDestroy(detail::to_cuda(s));
+#else
+  (void)s;
+#endif
+}
+
+inline void stream_synchronize(stream_handle s) {
+#if ARRAYPORT_HAS_CUDA
+  if (!is_available()) return;  // no device work can be pending
+  ARRAYPORT_CUDA_CHECK(cudaStreamSynchronize(detail::to_cuda(s)));
+#else
+  (void)s;
+#endif
+}
+
+/// True when all work on `s` has completed.
+inline bool stream_query(stream_handle s) {
+#if ARRAYPORT_HAS_CUDA
+  if (!is_available()) return true;
+  cudaError_t status = cudaStreamQuery(detail::to_cuda(s));
+  if (status == cudaErrorNotReady) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  ARRAYPORT_CUDA_CHECK(status);
+#else
+  (void)s;
+#endif
+  return true;
+}
+
+inline event_handle event_create(bool timing, bool blocking) {
+  require_device("event creation");
+#if ARRAYPORT_HAS_CUDA
+  cudaEvent_t e = nullptr;
+  unsigned flags = (timing ? 0u : cudaEventDisableTiming) | (blocking ? cudaEventBlockingSync : 0u);
+  ARRAYPORT_CUDA_CHECK(cudaEventCreateWithFlags(&e, flags));
+  return e;
+#else
+  (void)timing; (void)blocking;
+  return nullptr;
+#endif
+}
+
+inline void event_destroy(event_handle e) noexcept {
+#if ARRAYPORT_HAS_CUDA
+  if (e) (void)cudaEventDestroy(detail::to_cuda_event(e));
+#else
+  (void)e;
+#endif
+}
+
+inline void event_record(event_handle e, stream_handle s) {
+#if ARRAYPORT_HAS_CUDA
+  ARRAYPORT_CUDA_CHECK(cudaEventRecord(detail::to_cuda_event(e), detail::to_cuda(s)));
+#else
+  (void)e; (void)s;
+#endif
+}
+
+inline void event_synchronize(event_handle e) {
+#if ARRAYPORT_HAS_CUDA
+  ARRAYPORT_CUDA_CHECK(cudaEventSynchronize(detail::to_cuda_event(e)));
+#else
+  (void)e;
+#endif
+}
+
+/// True when the work captured by the event's last record has completed.
+inline bool event_query(event_handle e) {
+#if ARRAYPORT_HAS_CUDA
+  cudaError_t status = cudaEventQuery(detail::to_cuda_event(e));
+  if (status == cudaErrorNotReady) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  ARRAYPORT_CUDA_CHECK(status);
+#else
+  (void)e;
+#endif
+  return true;
+}
+
+/// Milliseconds between two recorded timing events.
+inline float event_elapsed_ms(event_handle start, event_handle end) {
+#if ARRAYPORT_HAS_CUDA
+  float ms = 0.f;
+  ARRAYPORT_CUDA_CHECK(cudaEventElapsedTime(&ms, detail::to_cuda_event(start), detail::to_cuda_event(end)));
+  return ms;
+#else
+  (void)start; (void)end;
+  return 0.f;
+#endif
+}
+
+/// Makes future work on `s` wait for `e` (no host synchronisation).
+inline void stream_wait_event(stream_handle s, event_handle e) {
+#if ARRAYPORT_HAS_CUDA
+  ARRAYPORT_CUDA_CHECK(cudaStreamWaitEvent(detail::to_cuda(s), detail::to_cuda_event(e), 0));
+#else
+  (void)s; (void)e;
+#endif
+}
+
+}  // namespace arrayport::runtime

@@ -1,0 +1,80 @@
+// Exception translation: arrayport::error subclasses -> precise Python exceptions.
+#include "errors.hpp"
+
+#include <arrayport/error.hpp>
+
+#include <exception>
+
+namespace nb = nanobind;
+
+namespace arrayport::ext {
+namespace {
+
+PyObject* g_cuda_error = nullptr;
+PyObject* g_out_of_memory = nullptr;
+PyObject* g_no_device = nullptr;
+
+// Raises `type(message)` with .code, .name, .api, .sticky set from the C++ exception.
+void raise_cuda(PyObject* type, const cuda_error& e) {
+  PyObject* exc = PyObject_CallFunction(type, "s", e.what());
+  if (!exc) return;  // the call already set an exception
+  PyObject* code = PyLong_FromLong(e.status());
+  PyObject* name = PyUnicode_FromString(e.status_name().c_str());
+  PyObject* api = PyUnicode_FromString(e.api().c_str());
+  if (code && name && api && PyObject_SetAttrString(exc, "code", code) == 0 &&
+      PyObject_SetAttrString(exc, "name", name) == 0 &&
+      PyObject_SetAttrString(exc, "api", api) == 0 &&
+      PyObject_SetAttrString(exc, "sticky", e.is_sticky() ? Py_True : Py_False) == 0) {
+    PyErr_SetObject(type, exc);
+  }
+  Py_XDECREF(code);
+  Py_XDECREF(name);
+  Py_XDECREF(api);
+  Py_DECREF(exc);
+}
+
+void translate(const std::exception_ptr& p, void*) {
+  try {
+    std::rethrow_exception(p);
+  } catch (const out_of_memory& e) {
+    raise_cuda(g_out_of_memory, e);
+  } catch (const cuda_error& e) {
+    raise_cuda(g_cuda_error, e);
+  } catch (const no_device_error& e) {
+    PyErr_SetString(g_no_device, e.what());
+  } catch (const type_error& e) {
+    PyErr_SetString(PyExc_TypeError, e.what());
+  } catch (const value_error& e) {
+    PyErr_SetString(PyExc_ValueError, e.what());
+  } catch (const buffer_error& e) {
+    PyErr_SetString(PyExc_BufferError, e.what());
+  }
+  // Anything else falls through to nanobind's own translators (std::bad_alloc -> MemoryError...).
+}
+
+PyObject* new_exception(nb::module_& m, const char* name, PyObject* bases, const char* doc) {
+  std::string qualified = std::string("arrayport.") + name;
+  PyObject* type = PyErr_NewExceptionWithDoc(qualified.c_str(), doc, bases, nullptr);
+  if (!type) throw nb::python_error();
+  m.attr(name) = nb::borrow(type);
+  return type;  // kept alive by the module attribute and by this reference, for the process
+}
+
+}  // namespace
+
+void register_errors(nb::module_& m) {
+  g_cuda_error = new_exception(m, "CudaError", PyExc_RuntimeError,
+                               "A CUDA runtime call failed. Attributes: code (cudaError_t), name "
+                               "(e.g. 'cudaErrorIllegalAddress'), api (the call), sticky (the "
+                               "context is corrupted: restart the process).");
+  nb::object oom_bases = nb::make_tuple(nb::borrow(g_cuda_error), nb::borrow(PyExc_MemoryError));
+  g_out_of_memory = new_exception(m, "OutOfMemoryError", oom_bases.ptr(),
+                                  "A device, managed or pinned allocation failed for lack of "
+                                  "memory. Also a MemoryError.");
+  g_no_device = new_exception(m, "NoDeviceError", PyExc_RuntimeError,
+                              "No usable CUDA device: CPU-only build, no driver, or no device. "
+                              "The message says which.");
+  nb::register_exception_translator(translate);
+}
+
+}  // namespace arrayport::ext
