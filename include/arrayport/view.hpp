@@ -74,7 +74,7 @@ class view {
   ARRAYPORT_HOST_DEVICE view(T* data, const index_type (&shape)[Rank > 0 ? Rank : 1],
                              const index_type (&strides)[Rank > 0 ? Rank : 1]) noexcept
       : m_data(data) {
-    for (std::size_t r = 0; r < Rank; ++r) {
+    for (std::size_t r = 0; r != Rank; ++r) {
       m_ext.shape[r] = shape[r];
       m_ext.strides[r] = strides[r];
     }
@@ -97,7 +97,7 @@ class view {
                                  (std::is_same_v<S, Space> || std::is_same_v<Space, any_space>),
                              int> = 0>
   ARRAYPORT_HOST_DEVICE view(const view<U, Rank, S>& other) noexcept : m_data(other.data()) {
-    for (std::size_t r = 0; r < Rank; ++r) {
+    for (std::size_t r = 0; r != Rank; ++r) {
       m_ext.shape[r] = other.extent(r);
       m_ext.strides[r] = other.stride(r);
     }
@@ -112,7 +112,7 @@ class view {
   /// Number of elements (1 for rank 0).
   ARRAYPORT_HOST_DEVICE index_type size() const noexcept {
     index_type n = 1;
-    for (std::size_t r = 0; r < Rank; ++r) n *= m_ext.shape[r];
+    for (std::size_t r = 0; r != Rank; ++r) n *= m_ext.shape[r];
     return n;
   }
   ARRAYPORT_HOST_DEVICE bool empty() const noexcept { return size() == 0; }
@@ -134,7 +134,7 @@ class view {
     static_assert((std::is_integral_v<I> && ...), "view: indices must be integers");
     const index_type is[Rank > 0 ? Rank : 1] = {static_cast<index_type>(idx)...};
     index_type offset = 0;
-    for (std::size_t r = 0; r < Rank; ++r) offset += is[r] * m_ext.strides[r];
+    for (std::size_t r = 0; r != Rank; ++r) offset += is[r] * m_ext.strides[r];
     return m_data[offset];
   }
 
@@ -201,7 +201,7 @@ class strided_view {
       throw buffer_error(std::string(what) + ": expected a writable array, got a read-only one");
     typename view<T, Rank, Space>::index_type shape[Rank > 0 ? Rank : 1] = {};
     typename view<T, Rank, Space>::index_type strides[Rank > 0 ? Rank : 1] = {};
-    for (std::size_t r = 0; r < Rank; ++r) {
+    for (std::size_t r = 0; r != Rank; ++r) {
       shape[r] = m_view.shape[r];
       strides[r] = m_view.strides[r];
     }

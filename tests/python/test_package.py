@@ -1,0 +1,127 @@
+"""The package: import, version, build/runtime info, the report, exceptions, CMake locations."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import arrayport
+from conftest import HAS_GPU, REPO
+
+
+def test_version_is_the_one_written_in_version_h():
+    header = (REPO / "include" / "arrayport" / "version.h").read_text()
+    expected = re.search(r'ARRAYPORT_VERSION_STRING "([0-9.]+)"', header).group(1)
+    assert arrayport.__version__ == expected
+    assert arrayport.build_info()["version"] == expected
+
+
+def test_public_names_exist_and_core_is_private():
+    for name in arrayport.__all__:
+        assert hasattr(arrayport, name), name
+    assert "_core" not in arrayport.__all__
+
+
+def test_runtime_info_is_consistent():
+    info = arrayport.runtime_info()
+    assert info["cuda_available"] == (info["device_count"] > 0)
+    if info["cuda_available"]:
+        assert info["reason"] == ""
+        assert len(arrayport.devices()) == info["device_count"]
+    else:
+        assert info["reason"], "a machine without a device says why"
+        assert arrayport.devices() == []
+    if arrayport.build_info()["cuda"]:
+        assert info["runtime_version"] >= 12000
+        assert arrayport.build_info()["cudart"] == "static"
+    else:
+        assert "CPU-only build" in info["reason"]
+
+
+def run_report(*args: str) -> str:
+    result = subprocess.run([sys.executable, "-m", "arrayport", *args], capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_report_states_version_build_and_devices_or_cpu_fallback():
+    out = run_report()
+    assert f"arrayport {arrayport.__version__}" in out
+    assert "CUDA compiled in" in out
+    if HAS_GPU:
+        for d in arrayport.devices():
+            assert f"device {d['index']}: {d['name']}" in out
+            assert "compute capability" in out
+        assert "CPU fallback" not in out
+    else:
+        reason = arrayport.runtime_info()["reason"]
+        assert f"CPU fallback: {reason}." in out
+
+
+def test_report_json_is_machine_readable_and_matches_the_api():
+    data = json.loads(run_report("--json"))
+    assert data["arrayport"] == arrayport.__version__
+    assert data["mode"] == ("cuda" if HAS_GPU else "cpu-fallback")
+    assert data["runtime"]["device_count"] == arrayport.runtime_info()["device_count"]
+    assert data["build"] == arrayport.build_info()
+    assert "NumPy" in data["libraries"]
+
+
+def test_cmake_dir_holds_the_package_config():
+    cmake_dir = Path(run_report("--cmake-dir").strip())
+    assert cmake_dir == Path(arrayport.cmake_dir())
+    assert (cmake_dir / "arrayportConfig.cmake").is_file()
+    assert (cmake_dir / "arrayportConfigVersion.cmake").is_file()
+
+
+def test_include_dir_holds_every_public_header():
+    include = Path(run_report("--include-dir").strip())
+    assert include == Path(arrayport.include_dir())
+    for header in (REPO / "include" / "arrayport").rglob("*.h*"):
+        rel = header.relative_to(REPO / "include")
+        assert (include / rel).is_file(), rel
+
+
+def test_exception_hierarchy():
+    assert issubclass(arrayport.CudaError, RuntimeError)
+    assert issubclass(arrayport.OutOfMemoryError, arrayport.CudaError)
+    assert issubclass(arrayport.OutOfMemoryError, MemoryError)
+    assert issubclass(arrayport.NoDeviceError, RuntimeError)
+    assert arrayport.CudaError.__module__ == "arrayport"
+
+
+@pytest.mark.parametrize(
+    "kind, exc",
+    [("type", TypeError), ("value", ValueError), ("buffer", BufferError),
+     ("no_device", arrayport.NoDeviceError)],
+)
+def test_cpp_exceptions_become_precise_python_exceptions(kind, exc):
+    with pytest.raises(exc, match=f"{kind.replace('_', ' ')} message"):
+        arrayport._core._raise(kind)
+
+
+def test_cuda_error_carries_code_name_api_and_stickiness():
+    with pytest.raises(arrayport.CudaError) as info:
+        arrayport._core._raise("cuda")
+    e = info.value
+    assert type(e) is arrayport.CudaError
+    assert (e.code, e.name, e.api, e.sticky) == (700, "cudaErrorIllegalAddress", "cudaMemcpy(...)", True)
+    assert "sticky error" in str(e) and "restart the process" in str(e)
+
+
+def test_out_of_memory_is_caught_as_memory_error():
+    with pytest.raises(MemoryError) as info:
+        arrayport._core._raise("oom")
+    assert isinstance(info.value, arrayport.OutOfMemoryError)
+    assert (info.value.code, info.value.sticky) == (2, False)
+
+
+def test_unknown_raise_kind_is_a_value_error_naming_it():
+    with pytest.raises(ValueError, match="unknown kind 'nope'"):
+        arrayport._core._raise("nope")
