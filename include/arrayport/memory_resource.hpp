@@ -14,13 +14,13 @@
 #include <arrayport/memory_kind.hpp>
 #include <arrayport/runtime.hpp>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <new>
 #include <string>
-#include <vector>
 
 namespace arrayport {
 
@@ -68,20 +68,22 @@ class host_resource final : public memory_resource {
 
 class device_resource final : public memory_resource {
  public:
-  explicit device_resource(int device) : memory_resource(memory_kind::device, device) {
+  explicit device_resource(int device)
+      : memory_resource(memory_kind::device, device), m_pool(runtime::default_pool(device)) {
     runtime::retain_pool_memory(device);
   }
   void* allocate(std::size_t bytes, stream_handle stream) override {
     try {
-      return runtime::malloc_device_async(bytes, device(), stream);
+      return runtime::malloc_from_pool_async(bytes, m_pool, stream);
     } catch (const out_of_memory&) {
-      // Memory cached by the other pools of this process may be what is missing.
+      // What this pool holds unused may be what is missing: return it to the driver, retry once.
+      runtime::stream_synchronize(stream);
       runtime::trim_pool(device());
-      return runtime::malloc_device_async(bytes, device(), stream);
+      return runtime::malloc_from_pool_async(bytes, m_pool, stream);
     }
   }
   void deallocate(void* p, std::size_t, stream_handle stream) noexcept override {
-    runtime::free_device_async(p, device(), stream);
+    runtime::free_device_async(p, stream);
   }
   void release_cached() noexcept override {
     try {
@@ -89,6 +91,9 @@ class device_resource final : public memory_resource {
     } catch (...) {
     }
   }
+
+ private:
+  void* m_pool;  // cudaMemPool_t
 };
 
 class managed_resource final : public memory_resource {
@@ -123,18 +128,40 @@ class pinned_resource final : public memory_resource {
   caching_pool m_pool;
 };
 
-/// The process-wide resources. Deliberately never destroyed: memory may be freed from static
-/// destructors and interpreter shutdown, after the CUDA runtime itself has been torn down.
+/// The process-wide resources, created on first use and deliberately never destroyed: memory may
+/// be freed from static destructors and at interpreter shutdown, after the CUDA runtime itself has
+/// been torn down. Lookups of existing resources take no lock (they sit on every allocation).
 struct resource_registry {
-  std::mutex mutex;
+  static constexpr int max_devices = 64;
+
+  std::mutex mutex;  // guards creation only
   host_resource host;
-  std::unique_ptr<pinned_resource> pinned;
-  std::vector<std::unique_ptr<device_resource>> device;
-  std::vector<std::unique_ptr<managed_resource>> managed;
+  std::atomic<memory_resource*> pinned{nullptr};
+  std::atomic<memory_resource*> device[max_devices] = {};
+  std::atomic<memory_resource*> managed[max_devices] = {};
 
   static resource_registry& instance() {
     static resource_registry* r = new resource_registry();
     return *r;
+  }
+
+  template <class Make>
+  memory_resource& get_or_create(std::atomic<memory_resource*>& slot, Make make) {
+    if (memory_resource* r = slot.load(std::memory_order_acquire)) return *r;
+    std::lock_guard<std::mutex> lock(mutex);
+    if (memory_resource* r = slot.load(std::memory_order_relaxed)) return *r;
+    memory_resource* r = make();
+    slot.store(r, std::memory_order_release);
+    return *r;
+  }
+
+  template <class F>
+  void for_each(F f) {
+    if (memory_resource* r = pinned.load()) f(*r);
+    for (int d = 0; d < max_devices; ++d) {
+      if (memory_resource* r = device[d].load()) f(*r);
+      if (memory_resource* r = managed[d].load()) f(*r);
+    }
   }
 };
 
@@ -156,38 +183,22 @@ inline memory_resource& get_memory_resource(memory_kind kind, int device = -1) {
     if (kind == memory_kind::device) runtime::require_device("device memory");
     return r.host;
   }
-  if (kind == memory_kind::pinned) {
-    std::lock_guard<std::mutex> lock(r.mutex);
-    if (!r.pinned) r.pinned = std::make_unique<detail::pinned_resource>();
-    return *r.pinned;
-  }
+  if (kind == memory_kind::pinned)
+    return r.get_or_create(r.pinned, [] { return new detail::pinned_resource(); });
   if (device < 0) device = runtime::get_device();
   runtime::require_device_index(device, kind == memory_kind::device ? "device memory" : "managed memory");
-  std::lock_guard<std::mutex> lock(r.mutex);
-  auto slot_of = [&](auto& table) -> auto& {
-    if (table.empty()) table.resize(static_cast<std::size_t>(runtime::device_count()));
-    return table[static_cast<std::size_t>(device)];
-  };
-  if (kind == memory_kind::device) {
-    auto& slot = slot_of(r.device);
-    if (!slot) slot = std::make_unique<detail::device_resource>(device);
-    return *slot;
-  }
-  auto& slot = slot_of(r.managed);
-  if (!slot) slot = std::make_unique<detail::managed_resource>(device);
-  return *slot;
+  if (device >= detail::resource_registry::max_devices)
+    throw value_error("arrayport supports at most 64 devices per process, got device " +
+                      std::to_string(device));
+  if (kind == memory_kind::device)
+    return r.get_or_create(r.device[device], [device] { return new detail::device_resource(device); });
+  return r.get_or_create(r.managed[device], [device] { return new detail::managed_resource(device); });
 }
 
 /// Returns every pool's cached memory to the system (e.g. before handing the GPU to another
 /// library, or after an out-of-memory error).
 inline void release_cached_memory() noexcept {
-  auto& r = detail::resource_registry::instance();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  if (r.pinned) r.pinned->release_cached();
-  for (auto& d : r.device)
-    if (d) d->release_cached();
-  for (auto& m : r.managed)
-    if (m) m->release_cached();
+  detail::resource_registry::instance().for_each([](memory_resource& r) { r.release_cached(); });
 }
 
 }  // namespace arrayport

@@ -278,28 +278,43 @@ class device_guard {
 // ---------------------------------------------------------------------------------------------
 // Allocation: the raw upstream calls. memory_resource.hpp pools on top of these.
 
-/// Stream-ordered allocation from `device`'s current memory pool (cudaMallocAsync).
-inline void* malloc_device_async(std::size_t bytes, int device, stream_handle stream) {
-  require_device_index(device, "device allocation");
+/// `device`'s default memory pool (a cudaMemPool_t), as an opaque handle.
+inline void* default_pool(int device) {
+  require_device_index(device, "default_pool");
+#if ARRAYPORT_HAS_CUDA
+  cudaMemPool_t pool = nullptr;
+  ARRAYPORT_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
+  return pool;
+#else
+  return nullptr;
+#endif
+}
+
+/// Stream-ordered allocation from a memory pool (cudaMallocFromPoolAsync). The pool names the
+/// device, so the current device does not matter.
+inline void* malloc_from_pool_async(std::size_t bytes, void* pool, stream_handle stream) {
   void* p = nullptr;
 #if ARRAYPORT_HAS_CUDA
-  device_guard guard(device);
-  ARRAYPORT_CUDA_CHECK(cudaMallocAsync(&p, bytes, detail::to_cuda(stream)));
+  ARRAYPORT_CUDA_CHECK(cudaMallocFromPoolAsync(&p, bytes, static_cast<cudaMemPool_t>(pool),
+                                               detail::to_cuda(stream)));
 #else
-  (void)bytes; (void)stream;
+  (void)bytes; (void)pool; (void)stream;
+  require_device("device allocation");
 #endif
   return p;
 }
 
-inline void free_device_async(void* p, int device, stream_handle stream) noexcept {
+/// Stream-ordered allocation from `device`'s default pool.
+inline void* malloc_device_async(std::size_t bytes, int device, stream_handle stream) {
+  return malloc_from_pool_async(bytes, default_pool(device), stream);
+}
+
+/// Stream-ordered release of memory from a pool (the pointer names its pool and device).
+inline void free_device_async(void* p, stream_handle stream) noexcept {
 #if ARRAYPORT_HAS_CUDA
-  if (!p) return;
-  int previous = -1;
-  if (cudaGetDevice(&previous) == cudaSuccess && previous != device) (void)cudaSetDevice(device);
-  (void)cudaFreeAsync(p, detail::to_cuda(stream));
-  if (previous >= 0 && previous != device) (void)cudaSetDevice(previous);
+  if (p) (void)cudaFreeAsync(p, detail::to_cuda(stream));
 #else
-  (void)p; (void)device; (void)stream;
+  (void)p; (void)stream;
 #endif
 }
 

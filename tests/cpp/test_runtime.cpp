@@ -121,7 +121,7 @@ TEST(Runtime, PointerQueryKnowsEveryKind) {
   EXPECT_EQ(rt::query_pointer(h).kind, arrayport::memory_kind::pinned);
   // An interior pointer belongs to the same allocation.
   EXPECT_EQ(rt::query_pointer(static_cast<char*>(d) + 100).kind, arrayport::memory_kind::device);
-  rt::free_device_async(d, 0, nullptr);
+  rt::free_device_async(d, nullptr);
   rt::free_managed(m);
   rt::free_pinned(h);
   rt::stream_synchronize(nullptr);
@@ -132,7 +132,7 @@ TEST(Runtime, DeviceOutOfMemoryIsOutOfMemoryAndTheNextAllocationSucceeds) {
   auto [free_bytes, total_bytes] = rt::mem_get_info(0);
   try {
     void* p = rt::malloc_device_async(total_bytes * 4, 0, nullptr);
-    rt::free_device_async(p, 0, nullptr);
+    rt::free_device_async(p, nullptr);
     FAIL() << "allocating 4x the card's memory succeeded";
   } catch (const arrayport::out_of_memory& e) {
     EXPECT_EQ(e.status_name(), "cudaErrorMemoryAllocation");
@@ -141,6 +141,6 @@ TEST(Runtime, DeviceOutOfMemoryIsOutOfMemoryAndTheNextAllocationSucceeds) {
   (void)free_bytes;
   void* p = rt::malloc_device_async(1 << 20, 0, nullptr);
   EXPECT_NE(p, nullptr);
-  rt::free_device_async(p, 0, nullptr);
+  rt::free_device_async(p, nullptr);
   rt::stream_synchronize(nullptr);
 }
