@@ -62,6 +62,22 @@ PyObject* new_exception(nb::module_& m, const char* name, PyObject* bases, const
 
 }  // namespace
 
+void raise_current_exception() noexcept {
+  try {
+    throw;
+  } catch (nb::python_error& e) {
+    e.restore();
+  } catch (const std::bad_alloc&) {
+    PyErr_NoMemory();
+  } catch (const arrayport::error&) {
+    translate(std::current_exception(), nullptr);
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  } catch (...) {
+    PyErr_SetString(PyExc_RuntimeError, "arrayport: unknown C++ exception");
+  }
+}
+
 void register_errors(nb::module_& m) {
   g_cuda_error = new_exception(m, "CudaError", PyExc_RuntimeError,
                                "A CUDA runtime call failed. Attributes: code (cudaError_t), name "

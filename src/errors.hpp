@@ -9,4 +9,19 @@ namespace arrayport::ext {
 /// every arrayport exception type (see error.hpp for the mapping).
 void register_errors(nanobind::module_& m);
 
+/// Sets the Python error for the exception being handled (call inside a catch block). For raw
+/// CPython slots, which nanobind's translators do not wrap.
+void raise_current_exception() noexcept;
+
+/// Runs `f` in a raw CPython slot: a C++ exception becomes the Python error and `fail` is returned.
+template <class R, class F>
+R guarded(R fail, F&& f) noexcept {
+  try {
+    return f();
+  } catch (...) {
+    raise_current_exception();
+    return fail;
+  }
+}
+
 }  // namespace arrayport::ext

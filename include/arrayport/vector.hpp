@@ -3,6 +3,7 @@
 #pragma once
 
 #include <arrayport/buffer.hpp>
+#include <arrayport/detail/fill.hpp>
 #include <arrayport/error.hpp>
 #include <arrayport/memory_kind.hpp>
 #include <arrayport/runtime.hpp>
@@ -192,22 +193,8 @@ class vector {
                          ": the elements are in device memory, which host code cannot access");
   }
 
-  // Fills without a kernel: one element is copied in, then the filled prefix is doubled with
-  // device-side copies, so device memory takes log2(n) copies and host memory std::fill.
   void fill_range(size_type first, size_type count, const T& value) {
-    if (count == 0) return;
-    T* dst = data() + first;
-    if (is_host_accessible(kind()) && kind() != memory_kind::managed) {
-      std::fill(dst, dst + count, value);
-      return;
-    }
-    runtime::memcpy_async(dst, &value, sizeof(T), m_stream);
-    for (size_type done = 1; done < count;) {
-      size_type n = std::min(done, count - done);
-      runtime::memcpy_async(dst + done, dst, n * sizeof(T), m_stream);
-      done += n;
-    }
-    runtime::stream_synchronize(m_stream);  // `value` lives on this stack frame
+    detail::fill_pattern(data() + first, &value, sizeof(T), count, kind(), m_stream);
   }
 
   buffer m_buffer;

@@ -8,17 +8,27 @@ from __future__ import annotations
 from pathlib import Path as _Path
 
 from ._core import (
+    Array,
     CudaError,
     NoDeviceError,
     OutOfMemoryError,
     __version__,
     build_info,
     devices,
+    empty,
+    empty_like,
+    full,
+    full_like,
+    ones,
+    ones_like,
     release_cached_memory,
     runtime_info,
+    zeros,
+    zeros_like,
 )
 
 __all__ = [
+    "Array",
     "CudaError",
     "NoDeviceError",
     "OutOfMemoryError",
@@ -26,9 +36,17 @@ __all__ = [
     "build_info",
     "cmake_dir",
     "devices",
+    "empty",
+    "empty_like",
+    "full",
+    "full_like",
     "include_dir",
+    "ones",
+    "ones_like",
     "release_cached_memory",
     "runtime_info",
+    "zeros",
+    "zeros_like",
 ]
 
 _HERE = _Path(__file__).resolve().parent

@@ -1,4 +1,5 @@
 /* Compiled as C99: the C ABI header is valid C and reports the same layout C++ sees. */
+#include <arrayport/c/dlpack.h>
 #include <arrayport/c/view.h>
 
 size_t arrayport_test_c_sizeof_view(void) { return sizeof(arrayport_view_t); }

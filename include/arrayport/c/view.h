@@ -98,13 +98,16 @@ typedef struct arrayport_view {
                                   the legacy default stream / host memory */
 } arrayport_view_t;
 
-/* Layout freeze (LP64/LLP64 with 8-byte pointers; arrayport supports no 32-bit targets). */
+/* Layout freeze (ARRAYPORT_C_STATIC_ASSERT is also used by dlpack.h). (LP64/LLP64 with 8-byte pointers; arrayport supports no 32-bit targets). */
 #if defined(__cplusplus)
 #define ARRAYPORT_C_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
 #elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
 #define ARRAYPORT_C_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
-#else
-#define ARRAYPORT_C_STATIC_ASSERT(cond, msg) typedef char arrayport_static_assert_##__LINE__[(cond) ? 1 : -1]
+#else /* C99: a negative array size fails the build; the name is made unique per line */
+#define ARRAYPORT_C_CONCAT_(a, b) a##b
+#define ARRAYPORT_C_CONCAT(a, b) ARRAYPORT_C_CONCAT_(a, b)
+#define ARRAYPORT_C_STATIC_ASSERT(cond, msg) \
+  typedef char ARRAYPORT_C_CONCAT(arrayport_static_assert_, __LINE__)[(cond) ? 1 : -1]
 #endif
 
 ARRAYPORT_C_STATIC_ASSERT(sizeof(void*) == 8, "arrayport requires 64-bit pointers");
@@ -123,8 +126,6 @@ ARRAYPORT_C_STATIC_ASSERT(offsetof(arrayport_view_t, flags) == 52, "arrayport_vi
 ARRAYPORT_C_STATIC_ASSERT(offsetof(arrayport_view_t, owner) == 56, "arrayport_view_t layout is frozen");
 ARRAYPORT_C_STATIC_ASSERT(offsetof(arrayport_view_t, stream) == 64, "arrayport_view_t layout is frozen");
 ARRAYPORT_C_STATIC_ASSERT(sizeof(arrayport_view_t) == 72, "arrayport_view_t layout is frozen");
-
-#undef ARRAYPORT_C_STATIC_ASSERT
 
 #ifdef __cplusplus
 } /* extern "C" */

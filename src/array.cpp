@@ -1,0 +1,687 @@
+// arrayport.Array: attributes, the buffer protocol, __cuda_array_interface__, DLPack export, and
+// the creation functions (empty, zeros, ones, full and the *_like forms).
+#include "array.hpp"
+
+#include "dlpack_export.hpp"
+#include "errors.hpp"
+#include "scalars.hpp"
+
+#include <arrayport/detail/fill.hpp>
+#include <arrayport/memory_kind.hpp>
+#include <arrayport/memory_resource.hpp>
+#include <arrayport/runtime.hpp>
+
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+
+#include <structmember.h>  // PyMemberDef, T_PYSSIZET, READONLY (Python < 3.12 spelling)
+
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <new>
+#include <optional>
+#include <string>
+
+namespace nb = nanobind;
+
+namespace arrayport::ext {
+
+PyTypeObject* array_type = nullptr;
+
+namespace {
+
+array_object* as_array(PyObject* o) { return reinterpret_cast<array_object*>(o); }
+
+std::size_t itemsize_of(const array_object* a) {
+  return dtype::from_c(a->view.dtype).itemsize();
+}
+
+std::int64_t element_count(const arrayport_view_t& v) {
+  std::int64_t n = 1;
+  for (int i = 0; i < v.ndim; ++i) n *= v.shape[i];
+  return n;
+}
+
+bool is_c_contiguous(const arrayport_view_t& v) {
+  std::int64_t expected = 1;
+  for (int i = v.ndim - 1; i >= 0; --i) {
+    if (v.shape[i] == 0) return true;
+    if (v.shape[i] != 1 && v.strides[i] != expected) return false;
+    expected *= v.shape[i];
+  }
+  return true;
+}
+
+bool is_f_contiguous(const arrayport_view_t& v) {
+  std::int64_t expected = 1;
+  for (int i = 0; i < v.ndim; ++i) {
+    if (v.shape[i] == 0) return true;
+    if (v.shape[i] != 1 && v.strides[i] != expected) return false;
+    expected *= v.shape[i];
+  }
+  return true;
+}
+
+// Allocates an uninitialised Array object with room for `ndim` extents; the caller fills it.
+array_object* alloc_array(int ndim) {
+  auto* a = reinterpret_cast<array_object*>(array_type->tp_alloc(array_type, 0));
+  if (!a) throw nb::python_error();
+  if (ndim > inline_rank) {
+    a->extents = new (std::nothrow) std::int64_t[2 * static_cast<std::size_t>(ndim)];
+    if (!a->extents) {
+      Py_DECREF(a);
+      throw std::bad_alloc();
+    }
+  } else {
+    a->extents = a->inline_extents;
+  }
+  a->view.version = {ARRAYPORT_C_ABI_VERSION_MAJOR, ARRAYPORT_C_ABI_VERSION_MINOR};
+  a->view.ndim = ndim;
+  a->view.shape = a->extents;
+  a->view.strides = a->extents + ndim;
+  a->view.owner = a;
+  return a;
+}
+
+void array_dealloc(PyObject* self) {
+  array_object* a = as_array(self);
+  if (a->weakrefs) PyObject_ClearWeakRefs(self);
+  delete a->owned;  // stream-ordered release: queued device work may still finish reading it
+  Py_XDECREF(a->base);
+  if (a->extents != a->inline_extents) delete[] a->extents;
+  PyTypeObject* type = Py_TYPE(self);
+  type->tp_free(self);
+  Py_DECREF(type);
+}
+
+// ---- attributes --------------------------------------------------------------------------------
+
+PyObject* tuple_of(const std::int64_t* values, int n, std::int64_t scale = 1) {
+  PyObject* t = PyTuple_New(n);
+  if (!t) return nullptr;
+  for (int i = 0; i < n; ++i) {
+    PyObject* v = PyLong_FromLongLong(values[i] * scale);
+    if (!v) {
+      Py_DECREF(t);
+      return nullptr;
+    }
+    PyTuple_SET_ITEM(t, i, v);
+  }
+  return t;
+}
+
+PyObject* get_shape(PyObject* self, void*) {
+  return tuple_of(as_array(self)->view.shape, as_array(self)->view.ndim);
+}
+PyObject* get_strides(PyObject* self, void*) {
+  array_object* a = as_array(self);
+  return tuple_of(a->view.strides, a->view.ndim, static_cast<std::int64_t>(itemsize_of(a)));
+}
+PyObject* get_ndim(PyObject* self, void*) { return PyLong_FromLong(as_array(self)->view.ndim); }
+PyObject* get_size(PyObject* self, void*) {
+  return PyLong_FromLongLong(element_count(as_array(self)->view));
+}
+PyObject* get_itemsize(PyObject* self, void*) {
+  return PyLong_FromSize_t(itemsize_of(as_array(self)));
+}
+PyObject* get_nbytes(PyObject* self, void*) {
+  array_object* a = as_array(self);
+  return PyLong_FromLongLong(element_count(a->view) * static_cast<std::int64_t>(itemsize_of(a)));
+}
+PyObject* get_ptr(PyObject* self, void*) { return PyLong_FromVoidPtr(as_array(self)->view.data); }
+PyObject* get_memory(PyObject* self, void*) {
+  auto kind = static_cast<memory_kind>(as_array(self)->view.memory_kind);
+  std::string_view name = to_string(kind);
+  return PyUnicode_FromStringAndSize(name.data(), static_cast<Py_ssize_t>(name.size()));
+}
+PyObject* get_device(PyObject* self, void*) {
+  const arrayport_device_t d = as_array(self)->view.device;
+  const char* type = d.device_type == ARRAYPORT_DEVICE_CUDA            ? "cuda"
+                     : d.device_type == ARRAYPORT_DEVICE_CUDA_MANAGED  ? "cuda_managed"
+                     : d.device_type == ARRAYPORT_DEVICE_CUDA_HOST     ? "cuda_host"
+                                                                       : "cpu";
+  return Py_BuildValue("(si)", type, d.device_id);
+}
+PyObject* get_readonly(PyObject* self, void*) {
+  return PyBool_FromLong((as_array(self)->view.flags & ARRAYPORT_VIEW_READONLY) != 0);
+}
+PyObject* get_base(PyObject* self, void*) {
+  PyObject* base = as_array(self)->base;
+  return Py_NewRef(base ? base : Py_None);
+}
+PyObject* get_c_contiguous(PyObject* self, void*) {
+  return PyBool_FromLong(is_c_contiguous(as_array(self)->view));
+}
+PyObject* get_f_contiguous(PyObject* self, void*) {
+  return PyBool_FromLong(is_f_contiguous(as_array(self)->view));
+}
+
+PyObject* get_dtype(PyObject* self, void*) {
+  dtype dt = dtype::from_c(as_array(self)->view.dtype);
+  if (dt != dtypes::bfloat16) {
+    // A NumPy dtype where NumPy is installed; its name otherwise.
+    PyObject* numpy = PyImport_ImportModule("numpy");
+    if (numpy) {
+      std::string typestr = to_typestr(dt);
+      PyObject* result = PyObject_CallMethod(numpy, "dtype", "s", typestr.c_str());
+      Py_DECREF(numpy);
+      return result;
+    }
+    PyErr_Clear();
+  }
+  std::string_view name = dt.name();
+  return PyUnicode_FromStringAndSize(name.data(), static_cast<Py_ssize_t>(name.size()));
+}
+
+PyObject* typestr_of(const array_object* a) {
+  std::string s = to_typestr(dtype::from_c(a->view.dtype));
+  return PyUnicode_FromString(s.c_str());
+}
+
+// Byte strides, or None when C-contiguous (both interfaces accept that spelling).
+PyObject* interface_strides(const array_object* a) {
+  if (is_c_contiguous(a->view)) Py_RETURN_NONE;
+  return tuple_of(a->view.strides, a->view.ndim, static_cast<std::int64_t>(itemsize_of(a)));
+}
+
+PyObject* interface_dict(array_object* a, bool cuda) {
+  nb::dict d;
+  d["shape"] = nb::steal(tuple_of(a->view.shape, a->view.ndim));
+  d["typestr"] = nb::steal(typestr_of(a));
+  d["data"] = nb::make_tuple(nb::steal(PyLong_FromVoidPtr(a->view.data)),
+                             nb::bool_((a->view.flags & ARRAYPORT_VIEW_READONLY) != 0));
+  d["strides"] = nb::steal(interface_strides(a));
+  d["version"] = 3;
+  if (cuda) {
+    // The stream on which the data is ready: the consumer waits on it. CAI v3 spells the legacy
+    // default stream 1 (0 is disallowed).
+    auto s = reinterpret_cast<std::uintptr_t>(a->view.stream);
+    d["stream"] = s == 0 ? nb::int_(1) : nb::int_(s);
+  } else {
+    nb::list descr;
+    descr.append(nb::make_tuple("", nb::steal(typestr_of(a))));
+    d["descr"] = descr;
+  }
+  return d.release().ptr();
+}
+
+PyObject* get_cuda_array_interface(PyObject* self, void*) {
+  array_object* a = as_array(self);
+  auto kind = static_cast<memory_kind>(a->view.memory_kind);
+  if (!is_device_accessible(kind)) {
+    PyErr_SetString(PyExc_AttributeError,
+                    "__cuda_array_interface__: this array is in host memory, which CUDA cannot "
+                    "address; use the buffer protocol or move it with .to(memory='device')");
+    return nullptr;
+  }
+  return guarded<PyObject*>(nullptr, [&] { return interface_dict(a, true); });
+}
+
+PyObject* get_array_interface(PyObject* self, void*) {
+  array_object* a = as_array(self);
+  auto kind = static_cast<memory_kind>(a->view.memory_kind);
+  if (!is_host_accessible(kind)) {
+    PyErr_SetString(PyExc_AttributeError,
+                    "__array_interface__: this array is in device memory, which the host cannot "
+                    "read; use .get() for a NumPy copy");
+    return nullptr;
+  }
+  if (dtype::from_c(a->view.dtype) == dtypes::bfloat16) {
+    PyErr_SetString(PyExc_TypeError,
+                    "__array_interface__: NumPy has no bfloat16 dtype; use DLPack or .view()");
+    return nullptr;
+  }
+  return guarded<PyObject*>(nullptr, [&] {
+    runtime::stream_synchronize(a->view.stream);  // host readers see completed device writes
+    return interface_dict(a, false);
+  });
+}
+
+
+// ---- buffer protocol (host-accessible memory) -------------------------------------------------
+
+int array_getbuffer(PyObject* self, Py_buffer* view, int flags) {
+  array_object* a = as_array(self);
+  auto kind = static_cast<memory_kind>(a->view.memory_kind);
+  const char* fail = nullptr;
+  const bool readonly = (a->view.flags & ARRAYPORT_VIEW_READONLY) != 0;
+  const bool c = is_c_contiguous(a->view), f = is_f_contiguous(a->view);
+  if (!is_host_accessible(kind))
+    fail = "arrayport.Array: the buffer protocol needs host-accessible memory, but this array is "
+           "in device memory; use .get() for a NumPy copy, or __cuda_array_interface__ / __dlpack__";
+  else if ((flags & PyBUF_WRITABLE) == PyBUF_WRITABLE && readonly)
+    fail = "arrayport.Array: a writable buffer was requested from a read-only array";
+  else if ((flags & PyBUF_C_CONTIGUOUS) == PyBUF_C_CONTIGUOUS && !c)
+    fail = "arrayport.Array: a C-contiguous buffer was requested from a non-C-contiguous array";
+  else if ((flags & PyBUF_F_CONTIGUOUS) == PyBUF_F_CONTIGUOUS && !f)
+    fail = "arrayport.Array: a Fortran-contiguous buffer was requested from a non-Fortran-contiguous array";
+  else if ((flags & PyBUF_ANY_CONTIGUOUS) == PyBUF_ANY_CONTIGUOUS && !c && !f)
+    fail = "arrayport.Array: a contiguous buffer was requested from a non-contiguous array";
+  else if ((flags & PyBUF_STRIDES) != PyBUF_STRIDES && !c)
+    fail = "arrayport.Array: the request has no strides but the array is not C-contiguous";
+  if (fail) {
+    PyErr_SetString(PyExc_BufferError, fail);
+    view->obj = nullptr;
+    return -1;
+  }
+  const dtype dt = dtype::from_c(a->view.dtype);
+  const char* format = nullptr;
+  if (flags & PyBUF_FORMAT) {
+    format = guarded<const char*>(nullptr, [&] { return to_buffer_format(dt); });
+    if (!format) {
+      view->obj = nullptr;
+      return -1;
+    }
+  }
+  if (guarded<int>(-1, [&] {
+        runtime::stream_synchronize(a->view.stream);  // device writes complete before host reads
+        return 0;
+      }) != 0) {
+    view->obj = nullptr;
+    return -1;
+  }
+  const int ndim = a->view.ndim;
+  const auto itemsize = static_cast<Py_ssize_t>(dt.itemsize());
+  // shape and strides in Py_ssize_t bytes, freed in releasebuffer.
+  auto* extents = static_cast<Py_ssize_t*>(PyMem_Malloc(sizeof(Py_ssize_t) * (2 * ndim + 1)));
+  if (!extents) {
+    PyErr_NoMemory();
+    view->obj = nullptr;
+    return -1;
+  }
+  for (int i = 0; i < ndim; ++i) {
+    extents[i] = static_cast<Py_ssize_t>(a->view.shape[i]);
+    extents[ndim + i] = static_cast<Py_ssize_t>(a->view.strides[i]) * itemsize;
+  }
+  view->buf = a->view.data;
+  view->obj = Py_NewRef(self);
+  view->len = static_cast<Py_ssize_t>(element_count(a->view)) * itemsize;
+  view->readonly = readonly;
+  view->itemsize = itemsize;
+  view->format = const_cast<char*>(format);
+  view->ndim = ndim;
+  view->shape = (flags & PyBUF_ND) == PyBUF_ND ? extents : nullptr;
+  view->strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES ? extents + ndim : nullptr;
+  view->suboffsets = nullptr;
+  view->internal = extents;
+  return 0;
+}
+
+void array_releasebuffer(PyObject*, Py_buffer* view) { PyMem_Free(view->internal); }
+
+// ---- methods ----------------------------------------------------------------------------------
+
+Py_ssize_t array_length(PyObject* self) {
+  array_object* a = as_array(self);
+  if (a->view.ndim == 0) {
+    PyErr_SetString(PyExc_TypeError, "len() of a 0-d arrayport.Array");
+    return -1;
+  }
+  return static_cast<Py_ssize_t>(a->view.shape[0]);
+}
+
+// Copies the array into a new C-contiguous host buffer `dst` (nbytes of it); GIL released.
+void copy_to_host_contiguous(array_object* a, void* dst) {
+  const std::size_t itemsize = itemsize_of(a);
+  const std::size_t nbytes = static_cast<std::size_t>(element_count(a->view)) * itemsize;
+  if (!is_c_contiguous(a->view))
+    throw value_error("arrayport.Array: copying a non-contiguous array is not supported yet");
+  nb::gil_scoped_release release;
+  runtime::memcpy_async(dst, a->view.data, nbytes, a->view.stream);
+  runtime::stream_synchronize(a->view.stream);
+}
+
+PyObject* array_get(PyObject* self, PyObject*) {
+  return guarded<PyObject*>(nullptr, [&]() -> PyObject* {
+    array_object* a = as_array(self);
+    dtype dt = dtype::from_c(a->view.dtype);
+    if (dt == dtypes::bfloat16) throw type_error("get(): NumPy has no bfloat16 dtype");
+    nb::module_ np = nb::module_::import_("numpy");
+    nb::object out = np.attr("empty")(nb::steal(tuple_of(a->view.shape, a->view.ndim)),
+                                      to_typestr(dt));
+    nb::object ptr = out.attr("ctypes").attr("data");
+    copy_to_host_contiguous(a, PyLong_AsVoidPtr(ptr.ptr()));
+    return out.release().ptr();
+  });
+}
+
+PyObject* array_fill(PyObject* self, PyObject* value) {
+  return guarded<PyObject*>(nullptr, [&]() -> PyObject* {
+    array_object* a = as_array(self);
+    if (a->view.flags & ARRAYPORT_VIEW_READONLY) throw value_error("fill(): the array is read-only");
+    if (!is_c_contiguous(a->view))
+      throw value_error("fill(): filling a non-contiguous array is not supported yet");
+    dtype dt = dtype::from_c(a->view.dtype);
+    unsigned char element[16] = {};
+    scalar_to_bytes(value, dt, element);
+    detail::fill_pattern(a->view.data, element, dt.itemsize(),
+                         static_cast<std::size_t>(element_count(a->view)),
+                         static_cast<memory_kind>(a->view.memory_kind), a->view.stream);
+    Py_RETURN_NONE;
+  });
+}
+
+PyObject* array_dlpack_device(PyObject* self, PyObject* unused) { return dlpack_device(self, unused); }
+
+// repr: dtype, shape, memory, device and up to 6 leading values (copied to the host to print).
+std::string format_element(const unsigned char* p, dtype dt) {
+  char buf[96];
+  auto num = [&](double v) { std::snprintf(buf, sizeof buf, "%.6g", v); return std::string(buf); };
+  if (dt.is_bool()) return *p ? "True" : "False";
+  if (dt.is_integer()) {
+    std::int64_t v = 0;
+    std::uint64_t u = 0;
+    switch (dt.bits) {
+      case 8: if (dt.is_signed()) v = *reinterpret_cast<const std::int8_t*>(p); else u = *p; break;
+      case 16: if (dt.is_signed()) { std::int16_t x; std::memcpy(&x, p, 2); v = x; } else { std::uint16_t x; std::memcpy(&x, p, 2); u = x; } break;
+      case 32: if (dt.is_signed()) { std::int32_t x; std::memcpy(&x, p, 4); v = x; } else { std::uint32_t x; std::memcpy(&x, p, 4); u = x; } break;
+      default: if (dt.is_signed()) std::memcpy(&v, p, 8); else std::memcpy(&u, p, 8); break;
+    }
+    return dt.is_signed() ? std::to_string(v) : std::to_string(u);
+  }
+  if (dt == dtypes::float16) { float16_t h; std::memcpy(&h, p, 2); return num(static_cast<float>(h)); }
+  if (dt == dtypes::bfloat16) { bfloat16_t h; std::memcpy(&h, p, 2); return num(static_cast<float>(h)); }
+  if (dt == dtypes::float32) { float f; std::memcpy(&f, p, 4); return num(f); }
+  if (dt == dtypes::float64) { double d; std::memcpy(&d, p, 8); return num(d); }
+  double re, im;
+  if (dt == dtypes::complex64) { float c[2]; std::memcpy(c, p, 8); re = c[0]; im = c[1]; }
+  else { double c[2]; std::memcpy(c, p, 16); re = c[0]; im = c[1]; }
+  std::snprintf(buf, sizeof buf, "(%.6g%+.6gj)", re, im);
+  return buf;
+}
+
+PyObject* array_repr(PyObject* self) {
+  return guarded<PyObject*>(nullptr, [&]() -> PyObject* {
+    array_object* a = as_array(self);
+    dtype dt = dtype::from_c(a->view.dtype);
+    std::string values;
+    const std::int64_t n = element_count(a->view);
+    if (is_c_contiguous(a->view)) {
+      const std::int64_t shown = n < 6 ? n : 6;
+      std::vector<unsigned char> head(static_cast<std::size_t>(shown) * dt.itemsize());
+      if (shown > 0) {
+        runtime::memcpy_async(head.data(), a->view.data, head.size(), a->view.stream);
+        runtime::stream_synchronize(a->view.stream);
+      }
+      for (std::int64_t i = 0; i < shown; ++i)
+        values += (i ? ", " : "") + format_element(head.data() + i * dt.itemsize(), dt);
+      if (n > shown) values += ", ...";
+    } else {
+      values = "...";
+    }
+    std::string shape = "(";
+    for (int i = 0; i < a->view.ndim; ++i)
+      shape += std::to_string(a->view.shape[i]) + (a->view.ndim == 1 ? "," : i + 1 < a->view.ndim ? ", " : "");
+    shape += ")";
+    auto kind = static_cast<memory_kind>(a->view.memory_kind);
+    std::string device = kind == memory_kind::device || kind == memory_kind::managed
+                             ? ", device=" + std::to_string(a->view.device.device_id)
+                             : "";
+    std::string r = "arrayport.Array([" + values + "], dtype=" + std::string(dt.name()) +
+                    ", shape=" + shape + ", memory='" + std::string(to_string(kind)) + "'" + device +
+                    ((a->view.flags & ARRAYPORT_VIEW_READONLY) ? ", readonly=True" : "") + ")";
+    return PyUnicode_FromString(r.c_str());
+  });
+}
+
+PyObject* disallow_new(PyTypeObject*, PyObject*, PyObject*) {
+  PyErr_SetString(PyExc_TypeError,
+                  "arrayport.Array cannot be created directly; use arrayport.empty, zeros, ones, "
+                  "full or asarray");
+  return nullptr;
+}
+
+PyGetSetDef array_getset[] = {
+    {"shape", get_shape, nullptr, "Extents, a tuple of ints.", nullptr},
+    {"strides", get_strides, nullptr, "Strides in bytes, as NumPy's.", nullptr},
+    {"ndim", get_ndim, nullptr, "Number of dimensions.", nullptr},
+    {"size", get_size, nullptr, "Number of elements.", nullptr},
+    {"itemsize", get_itemsize, nullptr, "Bytes per element.", nullptr},
+    {"nbytes", get_nbytes, nullptr, "size * itemsize.", nullptr},
+    {"ptr", get_ptr, nullptr, "Address of the first element, an int (for ctypes and raw APIs).", nullptr},
+    {"memory", get_memory, nullptr, "'device', 'managed', 'pinned' or 'host'.", nullptr},
+    {"device", get_device, nullptr, "(device type, device id), e.g. ('cuda', 0) or ('cpu', 0).", nullptr},
+    {"readonly", get_readonly, nullptr, "True when writes are not allowed.", nullptr},
+    {"base", get_base, nullptr, "The object a view keeps alive, or None for an owning array.", nullptr},
+    {"dtype", get_dtype, nullptr, "A NumPy dtype when NumPy is installed, else the dtype name.", nullptr},
+    {"c_contiguous", get_c_contiguous, nullptr, "C-order contiguity.", nullptr},
+    {"f_contiguous", get_f_contiguous, nullptr, "Fortran-order contiguity.", nullptr},
+    {"__cuda_array_interface__", get_cuda_array_interface, nullptr,
+     "CUDA Array Interface v3 (device-accessible memory only).", nullptr},
+    {"__array_interface__", get_array_interface, nullptr,
+     "NumPy array interface v3 (host-accessible memory only).", nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr}};
+
+PyMethodDef array_methods[] = {
+    {"__dlpack__", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(dlpack_export)),
+     METH_VARARGS | METH_KEYWORDS,
+     "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None): a DLPack capsule."},
+    {"__dlpack_device__", array_dlpack_device, METH_NOARGS, "(DLPack device type, device id)."},
+    {"get", array_get, METH_NOARGS, "A NumPy copy on the host (PyCUDA's GPUArray.get())."},
+    {"fill", array_fill, METH_O, "Sets every element to a value (stream-ordered on the device)."},
+    {nullptr, nullptr, 0, nullptr}};
+
+PyMemberDef array_members[] = {
+    {"__weaklistoffset__", T_PYSSIZET, offsetof(array_object, weakrefs), READONLY, nullptr},
+    {nullptr, 0, 0, 0, nullptr}};
+
+PyType_Slot array_slots[] = {
+    {Py_tp_dealloc, reinterpret_cast<void*>(array_dealloc)},
+    {Py_tp_repr, reinterpret_cast<void*>(array_repr)},
+    {Py_tp_getset, array_getset},
+    {Py_tp_methods, array_methods},
+    {Py_tp_members, array_members},
+    {Py_tp_new, reinterpret_cast<void*>(disallow_new)},
+    {Py_mp_length, reinterpret_cast<void*>(array_length)},
+    {Py_sq_length, reinterpret_cast<void*>(array_length)},
+    {Py_bf_getbuffer, reinterpret_cast<void*>(array_getbuffer)},
+    {Py_bf_releasebuffer, reinterpret_cast<void*>(array_releasebuffer)},
+    {Py_tp_doc, const_cast<char*>(
+        "An n-dimensional array in device, managed, pinned or host memory, shared zero-copy "
+        "through the buffer protocol, __cuda_array_interface__ and DLPack.")},
+    {0, nullptr}};
+
+PyType_Spec array_spec = {"arrayport.Array", sizeof(array_object), 0, Py_TPFLAGS_DEFAULT,
+                          array_slots};
+
+// ---- creation -----------------------------------------------------------------------------------
+
+std::vector<std::int64_t> parse_shape(nb::handle shape) {
+  std::vector<std::int64_t> out;
+  auto extent = [&](nb::handle h, std::size_t i) {
+    if (!PyLong_Check(h.ptr()) || PyBool_Check(h.ptr()))
+      throw type_error("shape: expected ints, got " + std::string(Py_TYPE(h.ptr())->tp_name) +
+                       " at dimension " + std::to_string(i));
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(h.ptr(), &overflow);
+    if (overflow) throw value_error("shape: extent at dimension " + std::to_string(i) + " overflows int64");
+    if (v < 0)
+      throw value_error("shape: expected non-negative extents, got " + std::to_string(v) +
+                        " at dimension " + std::to_string(i));
+    out.push_back(v);
+  };
+  if (PyLong_Check(shape.ptr())) {
+    extent(shape, 0);
+  } else if (PySequence_Check(shape.ptr()) && !PyUnicode_Check(shape.ptr())) {
+    nb::sequence seq = nb::borrow<nb::sequence>(shape);
+    std::size_t i = 0;
+    for (nb::handle h : seq) extent(h, i++);
+  } else {
+    throw type_error("shape: expected an int or a sequence of ints, got " +
+                     std::string(Py_TYPE(shape.ptr())->tp_name));
+  }
+  if (out.size() > ARRAYPORT_MAX_NDIM)
+    throw value_error("shape: at most " + std::to_string(ARRAYPORT_MAX_NDIM) +
+                      " dimensions, got " + std::to_string(out.size()));
+  return out;
+}
+
+dtype parse_dtype(nb::handle d) {
+  if (d.is_none()) return dtypes::float64;
+  if (PyUnicode_Check(d.ptr())) {
+    std::string name = nb::cast<std::string>(d);
+    try {
+      return parse_dtype_name(name);
+    } catch (const type_error&) {
+      return parse_typestr(name.size() > 0 && (name[0] == '<' || name[0] == '|' || name[0] == '=')
+                               ? name
+                               : "<" + name);  // 'f4', 'i8', ... as NumPy spells them
+    }
+  }
+  if (d.ptr() == reinterpret_cast<PyObject*>(&PyFloat_Type)) return dtypes::float64;
+  if (d.ptr() == reinterpret_cast<PyObject*>(&PyLong_Type)) return dtypes::int64;
+  if (d.ptr() == reinterpret_cast<PyObject*>(&PyBool_Type)) return dtypes::bool_;
+  if (d.ptr() == reinterpret_cast<PyObject*>(&PyComplex_Type)) return dtypes::complex128;
+  if (nb::hasattr(d, "str") && nb::hasattr(d, "kind"))  // a NumPy dtype
+    return parse_typestr(nb::cast<std::string>(d.attr("str")));
+  if (nb::hasattr(d, "__name__"))  // NumPy scalar types (numpy.float32) and ml_dtypes' bfloat16
+    return parse_dtype_name(nb::cast<std::string>(d.attr("__name__")));
+  throw type_error("dtype: expected a dtype name, a NumPy dtype or a Python number type, got " +
+                   std::string(Py_TYPE(d.ptr())->tp_name));
+}
+
+memory_kind parse_memory(const std::optional<std::string>& memory) {
+  return memory ? parse_memory_kind(*memory) : default_memory_kind();
+}
+
+stream_handle parse_stream(nb::handle stream) {
+  if (stream.is_none()) return nullptr;
+  if (nb::hasattr(stream, "__cuda_stream__")) {
+    nb::tuple t = nb::cast<nb::tuple>(stream.attr("__cuda_stream__")());
+    return reinterpret_cast<stream_handle>(nb::cast<std::uintptr_t>(t[1]));
+  }
+  if (PyLong_Check(stream.ptr())) return reinterpret_cast<stream_handle>(nb::cast<std::uintptr_t>(stream));
+  throw type_error("stream: expected None, an int handle or an object with __cuda_stream__, got " +
+                   std::string(Py_TYPE(stream.ptr())->tp_name));
+}
+
+nb::object create(nb::handle shape_obj, nb::handle dtype_obj, const std::optional<std::string>& memory,
+                  std::optional<int> device, nb::handle stream_obj) {
+  std::vector<std::int64_t> shape = parse_shape(shape_obj);
+  dtype dt = parse_dtype(dtype_obj);
+  memory_kind kind = parse_memory(memory);
+  stream_handle stream = parse_stream(stream_obj);
+  const std::int64_t limit = std::numeric_limits<std::int64_t>::max() / static_cast<std::int64_t>(dt.itemsize());
+  std::int64_t n = 1;
+  for (std::int64_t e : shape) {
+    if (e != 0 && n > limit / e)
+      throw value_error("shape: " + std::to_string(shape.size()) + "-dimensional shape of " +
+                        std::string(dt.name()) + " overflows the addressable size");
+    n *= e;
+  }
+  buffer storage(static_cast<std::size_t>(n) * dt.itemsize(), kind, device.value_or(-1), stream);
+  return make_owned_array(std::move(storage), dt, shape);
+}
+
+nb::object filled(nb::handle shape, nb::handle dt, const std::optional<std::string>& memory,
+                  std::optional<int> device, nb::handle stream, nb::handle value) {
+  nb::object a = create(shape, dt, memory, device, stream);
+  nb::object done = nb::steal(array_fill(a.ptr(), value.ptr()));
+  if (!done.is_valid()) throw nb::python_error();
+  return a;
+}
+
+array_object* require_array(nb::handle h, const char* what) {
+  if (!is_array(h.ptr()))
+    throw type_error(std::string(what) + ": expected an arrayport.Array, got " + Py_TYPE(h.ptr())->tp_name);
+  return as_array(h.ptr());
+}
+
+}  // namespace
+
+nb::object make_owned_array(buffer&& storage, dtype dt, const std::vector<std::int64_t>& shape) {
+  const int ndim = static_cast<int>(shape.size());
+  auto* owned = new buffer(std::move(storage));
+  array_object* a = nullptr;
+  try {
+    a = alloc_array(ndim);
+  } catch (...) {
+    delete owned;
+    throw;
+  }
+  a->owned = owned;
+  std::int64_t stride = 1;
+  for (int i = ndim - 1; i >= 0; --i) {
+    a->extents[i] = shape[static_cast<std::size_t>(i)];
+    a->extents[ndim + i] = stride;
+    stride *= shape[static_cast<std::size_t>(i)];
+  }
+  a->view.data = owned->data();
+  a->view.dtype = dt.to_c();
+  a->view.memory_kind = static_cast<std::uint32_t>(owned->kind());
+  a->view.device = owned->dlpack_device();
+  a->view.stream = owned->stream();
+  a->view.flags = 0;
+  return nb::steal(reinterpret_cast<PyObject*>(a));
+}
+
+void register_array(nb::module_& m) {
+  array_type = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&array_spec));
+  if (!array_type) throw nb::python_error();
+  m.attr("Array") = nb::borrow(reinterpret_cast<PyObject*>(array_type));
+
+  using namespace nb::literals;
+  m.def("empty", &create, "shape"_a, "dtype"_a = nb::none(), "memory"_a = nb::none(),
+        "device"_a = nb::none(), "stream"_a = nb::none(),
+        "A new uninitialised Array (allocation does not touch the pages).");
+  m.def("zeros", [](nb::handle shape, nb::handle dt, const std::optional<std::string>& memory,
+                    std::optional<int> device, nb::handle stream) {
+          return filled(shape, dt, memory, device, stream, nb::int_(0));
+        }, "shape"_a, "dtype"_a = nb::none(), "memory"_a = nb::none(), "device"_a = nb::none(),
+        "stream"_a = nb::none(), "A new Array of zeros.");
+  m.def("ones", [](nb::handle shape, nb::handle dt, const std::optional<std::string>& memory,
+                   std::optional<int> device, nb::handle stream) {
+          return filled(shape, dt, memory, device, stream, nb::int_(1));
+        }, "shape"_a, "dtype"_a = nb::none(), "memory"_a = nb::none(), "device"_a = nb::none(),
+        "stream"_a = nb::none(), "A new Array of ones.");
+  m.def("full", [](nb::handle shape, nb::handle value, nb::handle dt,
+                   const std::optional<std::string>& memory, std::optional<int> device,
+                   nb::handle stream) { return filled(shape, dt, memory, device, stream, value); },
+        "shape"_a, "fill_value"_a, "dtype"_a = nb::none(), "memory"_a = nb::none(),
+        "device"_a = nb::none(), "stream"_a = nb::none(), "A new Array filled with fill_value.");
+
+  // *_like: shape, dtype, memory kind and device of `a` unless given.
+  auto like = [](nb::handle a_obj, nb::handle dt, const std::optional<std::string>& memory,
+                 std::optional<int> device, nb::handle stream) {
+    array_object* a = require_array(a_obj, "like");
+    nb::object shape = nb::steal(tuple_of(a->view.shape, a->view.ndim));
+    nb::object dtype_obj = dt.is_none() ? nb::str(std::string(dtype::from_c(a->view.dtype).name()).c_str())
+                                        : nb::borrow(dt);
+    std::optional<std::string> mem =
+        memory ? memory : std::optional<std::string>(std::string(to_string(static_cast<memory_kind>(a->view.memory_kind))));
+    std::optional<int> dev = device;
+    if (!dev && (a->view.memory_kind == ARRAYPORT_MEMORY_DEVICE || a->view.memory_kind == ARRAYPORT_MEMORY_MANAGED))
+      dev = a->view.device.device_id;
+    return std::make_tuple(shape, dtype_obj, mem, dev);
+  };
+  m.def("empty_like", [like](nb::handle a, nb::handle dt, const std::optional<std::string>& memory,
+                             std::optional<int> device, nb::handle stream) {
+          auto [shape, d, mem, dev] = like(a, dt, memory, device, stream);
+          return create(shape, d, mem, dev, stream);
+        }, "a"_a, "dtype"_a = nb::none(), "memory"_a = nb::none(), "device"_a = nb::none(),
+        "stream"_a = nb::none(), "An uninitialised Array shaped like a.");
+  m.def("zeros_like", [like](nb::handle a, nb::handle dt, const std::optional<std::string>& memory,
+                             std::optional<int> device, nb::handle stream) {
+          auto [shape, d, mem, dev] = like(a, dt, memory, device, stream);
+          return filled(shape, d, mem, dev, stream, nb::int_(0));
+        }, "a"_a, "dtype"_a = nb::none(), "memory"_a = nb::none(), "device"_a = nb::none(),
+        "stream"_a = nb::none(), "Zeros shaped like a.");
+  m.def("ones_like", [like](nb::handle a, nb::handle dt, const std::optional<std::string>& memory,
+                            std::optional<int> device, nb::handle stream) {
+          auto [shape, d, mem, dev] = like(a, dt, memory, device, stream);
+          return filled(shape, d, mem, dev, stream, nb::int_(1));
+        }, "a"_a, "dtype"_a = nb::none(), "memory"_a = nb::none(), "device"_a = nb::none(),
+        "stream"_a = nb::none(), "Ones shaped like a.");
+  m.def("full_like", [like](nb::handle a, nb::handle value, nb::handle dt,
+                            const std::optional<std::string>& memory, std::optional<int> device,
+                            nb::handle stream) {
+          auto [shape, d, mem, dev] = like(a, dt, memory, device, stream);
+          return filled(shape, d, mem, dev, stream, value);
+        }, "a"_a, "fill_value"_a, "dtype"_a = nb::none(), "memory"_a = nb::none(),
+        "device"_a = nb::none(), "stream"_a = nb::none(), "fill_value shaped like a.");
+  m.def("_dlpack_live_exports", &dlpack_live_exports,
+        "DLPack capsules exported and not yet released (for leak tests).");
+}
+
+}  // namespace arrayport::ext

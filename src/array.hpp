@@ -1,0 +1,45 @@
+// arrayport.Array: the one Python array type, a CPython object around the C ABI view.
+//
+// Written against the raw CPython API (not nanobind) so that its memory layout is plain C: other
+// extension modules read the view straight out of the object once they know the type (exported
+// through a capsule, as NumPy's import_array does).
+#pragma once
+
+#include <arrayport/buffer.hpp>
+#include <arrayport/c/view.h>
+#include <arrayport/dtype.hpp>
+
+#include <nanobind/nanobind.h>
+
+#include <Python.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace arrayport::ext {
+
+/// Shapes up to this rank live inside the object; larger ones on the heap.
+inline constexpr int inline_rank = 8;
+
+struct array_object {
+  PyObject_HEAD
+  arrayport_view_t view;       // shape/strides point into `extents`; strides in elements
+  std::int64_t* extents;       // [shape[0..ndim) | strides[0..ndim)]: inline_extents or heap
+  std::int64_t inline_extents[2 * inline_rank];
+  arrayport::buffer* owned;    // the memory this array owns, or nullptr for a view
+  PyObject* base;              // what keeps a view's memory alive (an Array or a foreign owner)
+  PyObject* weakrefs;
+};
+
+extern PyTypeObject* array_type;
+
+inline bool is_array(PyObject* o) noexcept { return Py_TYPE(o) == array_type; }
+
+/// A new C-contiguous Array owning `storage` (the Array takes it over). Returns a new reference.
+nanobind::object make_owned_array(arrayport::buffer&& storage, arrayport::dtype dt,
+                                  const std::vector<std::int64_t>& shape);
+
+/// Creates the Array type and the creation functions in `m`.
+void register_array(nanobind::module_& m);
+
+}  // namespace arrayport::ext

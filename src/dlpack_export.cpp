@@ -1,0 +1,211 @@
+// DLPack export: capsules that own a reference to the Array until the consumer's deleter runs.
+#include "dlpack_export.hpp"
+
+#include "array.hpp"
+#include "errors.hpp"
+
+#include <arrayport/c/dlpack.h>
+#include <arrayport/memory_kind.hpp>
+#include <arrayport/runtime.hpp>
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+namespace arrayport::ext {
+namespace {
+
+constexpr const char* versioned_name = "dltensor_versioned";
+constexpr const char* legacy_name = "dltensor";
+
+std::atomic<std::int64_t> g_live{0};
+
+bool interpreter_alive() noexcept {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsInitialized() && !Py_IsFinalizing();
+#else
+  return Py_IsInitialized() && !_Py_IsFinalizing();
+#endif
+}
+
+// One allocation per export: the managed tensor, its shape and strides, and the owner reference.
+struct export_ctx {
+  PyObject* owner = nullptr;  // strong reference, dropped by the deleter
+  std::vector<std::int64_t> shape, strides;
+  arrayport_dl_managed_tensor_t legacy{};
+  arrayport_dl_managed_tensor_versioned_t versioned{};
+};
+
+// The consumer calls this exactly once, possibly from a thread without the GIL, possibly late.
+template <class T>
+void deleter(T* t) noexcept {
+  auto* ctx = static_cast<export_ctx*>(t->manager_ctx);
+  if (interpreter_alive()) {
+    PyGILState_STATE g = PyGILState_Ensure();
+    Py_DECREF(ctx->owner);
+    PyGILState_Release(g);
+  }  // else: the interpreter is gone and so is the owner's memory manager; leak rather than crash
+  delete ctx;
+  g_live.fetch_sub(1, std::memory_order_relaxed);
+}
+
+// An unconsumed capsule still owns its tensor: free it here. A consumed one was renamed.
+void capsule_destructor(PyObject* capsule) noexcept {
+  if (PyCapsule_IsValid(capsule, versioned_name)) {
+    auto* t = static_cast<arrayport_dl_managed_tensor_versioned_t*>(
+        PyCapsule_GetPointer(capsule, versioned_name));
+    if (t && t->deleter) t->deleter(t);
+  } else if (PyCapsule_IsValid(capsule, legacy_name)) {
+    auto* t = static_cast<arrayport_dl_managed_tensor_t*>(PyCapsule_GetPointer(capsule, legacy_name));
+    if (t && t->deleter) t->deleter(t);
+  }
+}
+
+[[noreturn]] void buffer_error(const std::string& msg) {
+  PyErr_SetString(PyExc_BufferError, msg.c_str());
+  throw nanobind::python_error();
+}
+
+// Makes the array's data ready on the consumer's stream: an event on the producer's stream and a
+// wait on the consumer's, never a device-wide synchronisation.
+void stream_handshake(array_object* a, PyObject* stream) {
+  auto kind = static_cast<memory_kind>(a->view.memory_kind);
+  const bool cuda = is_device_accessible(kind) && runtime::is_available();
+  if (!cuda) {
+    if (stream != Py_None && !(PyLong_Check(stream) && PyLong_AsLongLong(stream) == -1))
+      buffer_error("__dlpack__: stream must be None for a CPU array, got " +
+                   std::string(nanobind::str(stream).c_str()));
+    return;
+  }
+  stream_handle consumer = nullptr;  // None: the consumer uses the legacy default stream
+  if (stream != Py_None) {
+    if (!PyLong_Check(stream))
+      buffer_error("__dlpack__: stream must be an int or None, got " +
+                   std::string(Py_TYPE(stream)->tp_name));
+    long long s = PyLong_AsLongLong(stream);
+    if (s == -1 && PyErr_Occurred()) throw nanobind::python_error();
+    if (s == -1) return;  // the consumer asked for no synchronisation
+    if (s == 0)
+      buffer_error("__dlpack__: stream=0 is disallowed for CUDA (ambiguous); use 1 for the legacy "
+                   "default stream or 2 for the per-thread default stream");
+    if (s < -1) buffer_error("__dlpack__: stream must be -1, None or a stream handle, got " + std::to_string(s));
+    consumer = s == 1 ? nullptr : reinterpret_cast<stream_handle>(static_cast<std::uintptr_t>(s));
+  }
+  stream_handle producer = a->view.stream;
+  if (producer == consumer) return;
+  event_handle e = runtime::event_create(false, false);
+  try {
+    runtime::event_record(e, producer);
+    runtime::stream_wait_event(consumer, e);
+  } catch (...) {
+    runtime::event_destroy(e);
+    throw;
+  }
+  runtime::event_destroy(e);  // the wait is enqueued; CUDA releases the event after it
+}
+
+bool same_device(const arrayport_device_t& a, int type, int id) {
+  return a.device_type == type && a.device_id == id;
+}
+
+PyObject* export_impl(PyObject* self, PyObject* args, PyObject* kwargs) {
+  static const char* keywords[] = {"stream", "max_version", "dl_device", "copy", nullptr};
+  PyObject *stream = Py_None, *max_version = Py_None, *dl_device = Py_None, *copy = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$OOOO:__dlpack__", const_cast<char**>(keywords),
+                                   &stream, &max_version, &dl_device, &copy))
+    return nullptr;
+  auto* a = reinterpret_cast<array_object*>(self);
+
+  bool versioned = false;
+  if (max_version != Py_None) {
+    long major = -1;
+    if (!PyTuple_Check(max_version) || PyTuple_GET_SIZE(max_version) != 2 ||
+        (major = PyLong_AsLong(PyTuple_GET_ITEM(max_version, 0))) == -1) {
+      PyErr_Clear();
+      buffer_error("__dlpack__: max_version must be a (major, minor) tuple of ints, got " +
+                   std::string(nanobind::str(max_version).c_str()));
+    }
+    versioned = major >= 1;
+  }
+  if (copy == Py_True)
+    buffer_error("__dlpack__: copy=True is not supported yet; export the array itself "
+                 "(copy=None) or copy it first with .copy()");
+  arrayport_device_t device = a->view.device;
+  if (dl_device != Py_None) {
+    int type = 0, id = 0;
+    if (!PyArg_ParseTuple(dl_device, "ii:__dlpack__ dl_device", &type, &id)) return nullptr;
+    auto kind = static_cast<memory_kind>(a->view.memory_kind);
+    if (same_device(device, type, id)) {
+      // what it is already
+    } else if (type == ARRAYPORT_DEVICE_CPU && is_host_accessible(kind)) {
+      device = {ARRAYPORT_DEVICE_CPU, 0};  // managed and pinned memory are readable as CPU memory
+    } else {
+      buffer_error("__dlpack__: dl_device=(" + std::to_string(type) + ", " + std::to_string(id) +
+                   ") asks for another device than the array's (" +
+                   std::to_string(device.device_type) + ", " + std::to_string(device.device_id) +
+                   ")" + (copy == Py_False ? "; copy=False forbids the copy that would need"
+                                            : "; move it first with .to()"));
+    }
+  }
+  const bool readonly = (a->view.flags & ARRAYPORT_VIEW_READONLY) != 0;
+  if (readonly && !versioned)
+    buffer_error("__dlpack__: a read-only array cannot be exported through the legacy "
+                 "(unversioned) DLPack ABI, which has no read-only flag; pass max_version=(1, 0)");
+
+  if (device.device_type == ARRAYPORT_DEVICE_CPU && a->view.memory_kind != ARRAYPORT_MEMORY_HOST) {
+    runtime::stream_synchronize(a->view.stream);  // a CPU consumer reads it now
+  } else {
+    stream_handshake(a, stream);
+  }
+
+  auto* ctx = new export_ctx();
+  ctx->shape.assign(a->view.shape, a->view.shape + a->view.ndim);
+  ctx->strides.assign(a->view.strides, a->view.strides + a->view.ndim);
+  arrayport_dl_tensor_t t{};
+  t.data = a->view.data;
+  t.device = device;
+  t.ndim = a->view.ndim;
+  t.dtype = a->view.dtype;
+  t.shape = ctx->shape.data();
+  t.strides = ctx->strides.data();
+  t.byte_offset = 0;
+  ctx->owner = Py_NewRef(self);
+  void* tensor;
+  if (versioned) {
+    ctx->versioned.version = {ARRAYPORT_DLPACK_MAJOR_VERSION, ARRAYPORT_DLPACK_MINOR_VERSION};
+    ctx->versioned.manager_ctx = ctx;
+    ctx->versioned.deleter = deleter<arrayport_dl_managed_tensor_versioned_t>;
+    ctx->versioned.flags = readonly ? ARRAYPORT_DLPACK_FLAG_READ_ONLY : 0;
+    ctx->versioned.dl_tensor = t;
+    tensor = &ctx->versioned;
+  } else {
+    ctx->legacy.dl_tensor = t;
+    ctx->legacy.manager_ctx = ctx;
+    ctx->legacy.deleter = deleter<arrayport_dl_managed_tensor_t>;
+    tensor = &ctx->legacy;
+  }
+  g_live.fetch_add(1, std::memory_order_relaxed);
+  PyObject* capsule = PyCapsule_New(tensor, versioned ? versioned_name : legacy_name, capsule_destructor);
+  if (!capsule) {
+    Py_DECREF(ctx->owner);
+    delete ctx;
+    g_live.fetch_sub(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  return capsule;
+}
+
+}  // namespace
+
+PyObject* dlpack_export(PyObject* self, PyObject* args, PyObject* kwargs) {
+  return guarded<PyObject*>(nullptr, [&] { return export_impl(self, args, kwargs); });
+}
+
+PyObject* dlpack_device(PyObject* self, PyObject*) {
+  const arrayport_device_t d = reinterpret_cast<array_object*>(self)->view.device;
+  return Py_BuildValue("(ii)", d.device_type, d.device_id);
+}
+
+std::int64_t dlpack_live_exports() noexcept { return g_live.load(std::memory_order_relaxed); }
+
+}  // namespace arrayport::ext

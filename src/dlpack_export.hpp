@@ -1,0 +1,22 @@
+// DLPack export of arrayport.Array: __dlpack__ (versioned and legacy capsules, stream handshake,
+// read-only and copy flags) and __dlpack_device__.
+#pragma once
+
+#include <Python.h>
+
+#include <cstdint>
+
+namespace arrayport::ext {
+
+struct array_object;
+
+/// Array.__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None).
+PyObject* dlpack_export(PyObject* self, PyObject* args, PyObject* kwargs);
+
+/// Array.__dlpack_device__() -> (device_type, device_id).
+PyObject* dlpack_device(PyObject* self, PyObject* unused);
+
+/// Capsules produced and not yet released by their consumer (tests check deleters run once).
+std::int64_t dlpack_live_exports() noexcept;
+
+}  // namespace arrayport::ext

@@ -1,0 +1,104 @@
+// Python numbers -> element bytes for every supported dtype.
+#include "scalars.hpp"
+
+#include <nanobind/nanobind.h>
+
+#include <complex>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+namespace nb = nanobind;
+
+namespace arrayport::ext {
+namespace {
+
+template <class T>
+void store(unsigned char* out, T v) {
+  std::memcpy(out, &v, sizeof v);
+}
+
+[[noreturn]] void fail(PyObject* type, const std::string& msg) {
+  PyErr_SetString(type, msg.c_str());
+  throw nb::python_error();
+}
+
+// An integer value of a Python int (or of a float, truncated as NumPy does).
+PyObject* as_int(PyObject* value, dtype dt) {
+  if (PyFloat_Check(value)) return PyNumber_Long(value);
+  if (PyComplex_Check(value))
+    fail(PyExc_TypeError, "value: cannot convert a complex number to " + std::string(dt.name()));
+  PyObject* i = PyNumber_Index(value);
+  if (!i) {
+    PyErr_Clear();
+    fail(PyExc_TypeError, "value: expected a number for dtype " + std::string(dt.name()) +
+                              ", got " + Py_TYPE(value)->tp_name);
+  }
+  return i;
+}
+
+}  // namespace
+
+void scalar_to_bytes(PyObject* value, dtype dt, unsigned char* out) {
+  if (dt.is_bool()) {
+    int truth = PyObject_IsTrue(value);
+    if (truth < 0) throw nb::python_error();
+    *out = static_cast<unsigned char>(truth);
+    return;
+  }
+  if (dt.is_integer()) {
+    nb::object i = nb::steal(as_int(value, dt));
+    if (!i.is_valid()) throw nb::python_error();
+    const int bits = dt.bits;
+    std::string range_msg = "value: " + std::string(nb::str(i).c_str()) + " is out of range for " +
+                            std::string(dt.name());
+    if (dt.is_signed()) {
+      int overflow = 0;
+      long long v = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
+      long long lo = bits == 64 ? INT64_MIN : -(1LL << (bits - 1));
+      long long hi = bits == 64 ? INT64_MAX : (1LL << (bits - 1)) - 1;
+      if (overflow || v < lo || v > hi) fail(PyExc_OverflowError, range_msg);
+      switch (bits) {
+        case 8: store(out, static_cast<std::int8_t>(v)); return;
+        case 16: store(out, static_cast<std::int16_t>(v)); return;
+        case 32: store(out, static_cast<std::int32_t>(v)); return;
+        default: store(out, static_cast<std::int64_t>(v)); return;
+      }
+    }
+    if (PyObject_RichCompareBool(i.ptr(), nb::int_(0).ptr(), Py_LT) == 1)
+      fail(PyExc_OverflowError, range_msg);
+    unsigned long long v = PyLong_AsUnsignedLongLong(i.ptr());
+    if (v == static_cast<unsigned long long>(-1) && PyErr_Occurred()) {
+      PyErr_Clear();
+      fail(PyExc_OverflowError, range_msg);
+    }
+    if (bits < 64 && v > (1ULL << bits) - 1) fail(PyExc_OverflowError, range_msg);
+    switch (bits) {
+      case 8: store(out, static_cast<std::uint8_t>(v)); return;
+      case 16: store(out, static_cast<std::uint16_t>(v)); return;
+      case 32: store(out, static_cast<std::uint32_t>(v)); return;
+      default: store(out, static_cast<std::uint64_t>(v)); return;
+    }
+  }
+  if (dt.is_complex()) {
+    Py_complex c = PyComplex_AsCComplex(value);
+    if (c.real == -1.0 && PyErr_Occurred()) throw nb::python_error();
+    if (dt.bits == 64) store(out, std::complex<float>(static_cast<float>(c.real), static_cast<float>(c.imag)));
+    else store(out, std::complex<double>(c.real, c.imag));
+    return;
+  }
+  if (PyComplex_Check(value))
+    fail(PyExc_TypeError, "value: cannot convert a complex number to " + std::string(dt.name()));
+  double d = PyFloat_AsDouble(value);
+  if (d == -1.0 && PyErr_Occurred()) {
+    PyErr_Clear();
+    fail(PyExc_TypeError, "value: expected a number for dtype " + std::string(dt.name()) +
+                              ", got " + Py_TYPE(value)->tp_name);
+  }
+  if (dt == dtypes::float64) store(out, d);
+  else if (dt == dtypes::float32) store(out, static_cast<float>(d));
+  else if (dt == dtypes::float16) store(out, float16_t(static_cast<float>(d)));
+  else store(out, bfloat16_t(static_cast<float>(d)));
+}
+
+}  // namespace arrayport::ext
