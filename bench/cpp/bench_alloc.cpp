@@ -56,6 +56,27 @@ void cuda_malloc_async(benchmark::State& state) {
   ARRAYPORT_CUDA_CHECK(cudaStreamSynchronize(nullptr));
 }
 
+// The two calls inside arrayport's device path, priced alone (where the overhead over
+// cudaMallocAsync goes).
+void cuda_malloc_from_pool_async(benchmark::State& state) {
+  if (skip_without_gpu(state)) return;
+  void* pool = arrayport::runtime::default_pool(0);
+  for (auto _ : state) {
+    void* p = arrayport::runtime::malloc_from_pool_async(bytes, pool, nullptr);
+    arrayport::runtime::free_device_async(p, nullptr);
+  }
+  ARRAYPORT_CUDA_CHECK(cudaStreamSynchronize(nullptr));
+}
+
+void cuda_get_device(benchmark::State& state) {
+  if (skip_without_gpu(state)) return;
+  for (auto _ : state) {
+    int d = -1;
+    ARRAYPORT_CUDA_CHECK(cudaGetDevice(&d));
+    benchmark::DoNotOptimize(d);
+  }
+}
+
 void cuda_malloc_managed(benchmark::State& state) {
   if (skip_without_gpu(state)) return;
   for (auto _ : state) {
@@ -76,6 +97,8 @@ void cuda_malloc_host(benchmark::State& state) {
 
 BENCHMARK(cuda_malloc);
 BENCHMARK(cuda_malloc_async);
+BENCHMARK(cuda_malloc_from_pool_async);
+BENCHMARK(cuda_get_device);
 BENCHMARK(cuda_malloc_managed);
 BENCHMARK(cuda_malloc_host);
 #endif

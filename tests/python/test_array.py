@@ -275,15 +275,29 @@ def test_cupy_takes_device_arrays_zero_copy_through_cai_and_dlpack(memory):
 
 
 @needs_gpu
-@pytest.mark.parametrize("memory", ["device", "managed"])
-def test_torch_takes_arrays_zero_copy_and_writes_are_seen(memory):
+def test_torch_takes_device_arrays_zero_copy_through_dlpack_and_writes_are_seen():
     torch = pytest.importorskip("torch")
-    a = ap.zeros((10, 10), "float32", memory=memory)
+    a = ap.zeros((10, 10), "float32", memory="device")
     t = torch.from_dlpack(a)
     assert t.data_ptr() == a.ptr and t.is_cuda and tuple(t.shape) == (10, 10)
     t += 2
     torch.cuda.synchronize()
     assert a.get().sum() == 200
+
+
+@needs_gpu
+def test_torch_takes_managed_arrays_zero_copy_through_cai():
+    # DLPack labels managed memory kDLCUDAManaged (as CuPy and cuda.core do); PyTorch's from_dlpack
+    # refuses that device type (pytorch/pytorch#96318), so PyTorch takes managed arrays through
+    # __cuda_array_interface__, still without a copy.
+    torch = pytest.importorskip("torch")
+    a = ap.zeros((10, 10), "float32", memory="managed")
+    assert a.__dlpack_device__() == (13, 0)
+    t = torch.as_tensor(a, device="cuda")
+    assert t.data_ptr() == a.ptr and t.is_cuda
+    t += 2
+    torch.cuda.synchronize()
+    assert np.asarray(a).sum() == 200   # and the host sees it through the buffer protocol
 
 
 @needs_gpu
@@ -294,7 +308,7 @@ def test_jax_numba_and_cuda_core_take_device_arrays_zero_copy():
     assert nb_arr.__cuda_array_interface__["data"][0] == a.ptr
     core = pytest.importorskip("cuda.core")
     smv = getattr(core, "StridedMemoryView", None) or core.utils.StridedMemoryView
-    view = smv(a, stream_ptr=-1)
+    view = smv.from_any_interface(a, stream_ptr=-1) if hasattr(smv, "from_any_interface") else smv(a, stream_ptr=-1)
     assert view.ptr == a.ptr and tuple(view.shape) == (256,)
     jax = pytest.importorskip("jax")
     j = jax.dlpack.from_dlpack(a)
