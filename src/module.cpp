@@ -1,5 +1,6 @@
 // arrayport._core: the compiled module behind the arrayport package.
 #include "array.hpp"
+#include "cuda.hpp"
 #include "errors.hpp"
 #include "runtime_info.hpp"
 
@@ -19,6 +20,7 @@ NB_MODULE(_core, m) {
   m.attr("__version__") = ARRAYPORT_VERSION_STRING;
 
   arrayport::ext::register_errors(m);
+  arrayport::ext::register_cuda(m);
   arrayport::ext::register_array(m);
 
   m.def("build_info", &arrayport::ext::build_info,

@@ -26,6 +26,7 @@ from ._core import (
     zeros,
     zeros_like,
 )
+from . import cuda
 
 __all__ = [
     "Array",
@@ -35,6 +36,7 @@ __all__ = [
     "__version__",
     "build_info",
     "cmake_dir",
+    "cuda",
     "devices",
     "empty",
     "empty_like",

@@ -2,6 +2,9 @@
 
 from typing import Any
 
+# The submodule arrayport._core.cuda is the module arrayport.cuda re-exports: its types are there.
+from . import cuda as cuda
+
 __version__: str
 
 class CudaError(RuntimeError):

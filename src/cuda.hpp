@@ -1,0 +1,12 @@
+// arrayport._core.cuda: device, stream and event control for Python (behind arrayport.cuda).
+#pragma once
+
+#include <nanobind/nanobind.h>
+
+namespace arrayport::ext {
+
+/// Creates the submodule `cuda` of `m` and binds Device, Stream, Event and the module functions.
+/// Needs register_errors(m) first: its exceptions are the ones these functions raise.
+void register_cuda(nanobind::module_& m);
+
+}  // namespace arrayport::ext

@@ -1,0 +1,796 @@
+"""arrayport.cuda: devices, streams, events, the current stream, adopting other libraries' streams.
+
+The first half runs anywhere (no device needed, or exactly the no-device behaviour); the tests
+marked needs_gpu run on the GPU machine and enqueue real work through PyTorch or CuPy when present.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import sys
+import threading
+import time
+import weakref
+
+import pytest
+
+import arrayport
+from arrayport import cuda
+from conftest import HAS_GPU, needs_gpu
+
+REASON = arrayport.runtime_info()["reason"]
+no_gpu_only = pytest.mark.skipif(HAS_GPU, reason="checks the behaviour without a CUDA device")
+
+
+def current_device_or_none():
+    return cuda.current_device() if HAS_GPU else None
+
+
+# ---------------------------------------------------------------------------------------------
+# The module
+
+
+def test_public_names_are_the_compiled_ones_under_arrayport_cuda():
+    from arrayport import _core
+
+    assert "cuda" in arrayport.__all__
+    for name in cuda.__all__:
+        assert getattr(cuda, name) is getattr(_core.cuda, name), name
+    for cls in (cuda.Device, cuda.Stream, cuda.Event):
+        assert cls.__module__ == "arrayport.cuda"
+        assert repr(cls) == f"<class 'arrayport.cuda.{cls.__name__}'>"
+
+
+def test_versions_are_ints_like_13000():
+    assert isinstance(cuda.runtime_version(), int)
+    assert isinstance(cuda.driver_version(), int)
+    assert cuda.runtime_version() == arrayport.runtime_info()["runtime_version"]
+    assert cuda.driver_version() == arrayport.runtime_info()["driver_version"]
+    if arrayport.build_info()["cuda"]:
+        assert cuda.runtime_version() >= 12000
+        assert cuda.runtime_version() % 10 == 0  # major * 1000 + minor * 10
+    if HAS_GPU:
+        assert cuda.driver_version() >= 12000
+
+
+def test_availability_matches_the_probe():
+    assert cuda.is_available() is HAS_GPU
+    assert cuda.device_count() == arrayport.runtime_info()["device_count"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Without a device: NoDeviceError saying why, from everything that needs one
+
+
+@no_gpu_only
+def test_without_a_device_nothing_is_available():
+    assert cuda.is_available() is False
+    assert cuda.device_count() == 0
+
+
+@no_gpu_only
+@pytest.mark.parametrize(
+    "what, call",
+    [
+        ("current_device", lambda: cuda.current_device()),
+        ("set_device", lambda: cuda.set_device(0)),
+        ("synchronize", lambda: cuda.synchronize()),
+        ("Device", lambda: cuda.Device(0)),
+        ("Device", lambda: cuda.Device()),
+        ("Device", lambda: cuda.Device(7)),
+        ("Stream", lambda: cuda.Stream()),
+        ("Stream", lambda: cuda.Stream(device=0, priority=-1, non_blocking=False)),
+        ("Event", lambda: cuda.Event()),
+        ("Event", lambda: cuda.Event(timing=False, blocking=True)),
+        ("Stream.from_handle", lambda: cuda.Stream.from_handle(0, device=0)),
+        ("Stream.legacy", lambda: cuda.Stream.legacy(0)),
+        ("Stream.record_event", lambda: cuda.Stream.legacy().record_event()),
+    ],
+)
+def test_without_a_device_each_call_raises_no_device_error_saying_why(what, call):
+    with pytest.raises(arrayport.NoDeviceError) as info:
+        call()
+    assert str(info.value) == f"{what} needs a CUDA device, but {REASON}"
+    assert REASON  # e.g. "no CUDA driver: libcuda could not be loaded"
+
+
+@no_gpu_only
+def test_without_a_device_the_default_streams_work_and_their_waits_are_no_ops():
+    for s in (cuda.Stream.legacy(), cuda.Stream.per_thread(), cuda.Stream.from_handle(0),
+              cuda.current_stream()):
+        assert s.device is None
+        assert s.query() is True
+        assert s.synchronize() is None
+
+
+@no_gpu_only
+def test_without_a_device_a_borrowed_handle_can_be_waited_on_harmlessly():
+    s = cuda.Stream.from_handle(0xDEAD0000)
+    assert s.query() is True
+    s.synchronize()
+
+
+# ---------------------------------------------------------------------------------------------
+# Borrowed streams: the default streams, raw handles
+
+
+def test_legacy_stream_is_handle_0_borrowed():
+    s = cuda.Stream.legacy()
+    assert s.handle == 0
+    assert s.owned is False
+    assert s.priority == 0
+    assert s.device == current_device_or_none()
+    assert s.__cuda_stream__() == (0, 0)
+    assert "legacy default" in repr(s) and "borrowed" in repr(s)
+
+
+def test_per_thread_stream_is_handle_2_borrowed():
+    s = cuda.Stream.per_thread()
+    assert s.handle == 2
+    assert s.owned is False
+    assert s.__cuda_stream__() == (0, 2)
+    assert "per-thread default" in repr(s)
+    assert s != cuda.Stream.legacy()
+
+
+def test_from_handle_borrows_any_non_negative_handle():
+    s = cuda.Stream.from_handle(0x7F00DEAD)
+    assert s.handle == 0x7F00DEAD
+    assert s.owned is False
+    assert s.device == current_device_or_none()
+    assert "0x7f00dead" in repr(s)
+    assert cuda.Stream.from_handle(0) == cuda.Stream.legacy()
+    assert cuda.Stream.from_handle(2**64 - 1).handle == 2**64 - 1
+
+
+def test_from_handle_takes_index_like_ints():
+    np = pytest.importorskip("numpy")
+    assert cuda.Stream.from_handle(np.uint64(0x1000)).handle == 0x1000
+    assert cuda.Stream.from_handle(np.int64(0x2000)).handle == 0x2000
+
+
+def test_streams_are_equal_and_hashed_by_handle():
+    a, b = cuda.Stream.from_handle(0x1234), cuda.Stream.from_handle(0x1234)
+    assert a == b and a is not b
+    assert hash(a) == hash(b)
+    assert len({a, b, cuda.Stream.from_handle(0x5678)}) == 2
+    assert a != cuda.Stream.from_handle(0x5678)
+    assert a != 0x1234 and a != "x"  # other types are never equal
+
+
+@pytest.mark.parametrize("handle", [-1, -(2**70)])
+def test_a_negative_handle_is_a_value_error(handle):
+    with pytest.raises(ValueError, match=r"Stream\.from_handle: a stream handle must be "
+                                         r"non-negative \(a cudaStream_t address\), got -"):
+        cuda.Stream.from_handle(handle)
+
+
+def test_a_handle_wider_than_a_pointer_is_a_value_error():
+    with pytest.raises(ValueError, match=r"must fit in 64 bits, got 18446744073709551616"):
+        cuda.Stream.from_handle(2**64)
+
+
+@pytest.mark.parametrize("handle, name",
+                         [("0", "str"), (1.0, "float"), (True, "bool"), (None, "NoneType")])
+def test_a_handle_that_is_not_an_int_is_a_type_error(handle, name):
+    with pytest.raises(TypeError, match=rf"Stream\.from_handle: a stream handle must be an int "
+                                        rf"\(a cudaStream_t address\), got '{name}'"):
+        cuda.Stream.from_handle(handle)
+
+
+@pytest.mark.parametrize("device, name", [("cuda:0", "str"), (1.5, "float"), (True, "bool")])
+def test_a_device_that_is_not_an_int_or_device_is_a_type_error(device, name):
+    with pytest.raises(TypeError, match=rf"Stream\.legacy: device must be an int, an "
+                                        rf"arrayport\.cuda\.Device or None, got '{name}'"):
+        cuda.Stream.legacy(device)
+    with pytest.raises(TypeError, match=rf"set_device: device must be an int or an "
+                                        rf"arrayport\.cuda\.Device, got '{name}'"):
+        cuda.set_device(device)
+
+
+def test_none_is_the_current_device_where_a_device_is_optional_only():
+    assert cuda.Stream.legacy(None).device == current_device_or_none()
+    assert cuda.Stream.from_handle(5, None).device == current_device_or_none()
+    with pytest.raises(TypeError, match=r"set_device: device must be an int or an "
+                                        r"arrayport\.cuda\.Device, got 'NoneType'"):
+        cuda.set_device(None)
+
+
+# ---------------------------------------------------------------------------------------------
+# The current stream: thread-local, nestable, restored on exit
+
+
+def test_current_stream_is_the_legacy_default_when_none_is_set():
+    s = cuda.current_stream()
+    assert s.handle == 0
+    assert s == cuda.Stream.legacy()
+    assert s.owned is False
+
+
+def test_with_stream_sets_the_current_stream_and_nests():
+    a, b = cuda.Stream.from_handle(0xA000), cuda.Stream.from_handle(0xB000)
+    with a as entered:
+        assert entered is a
+        assert cuda.current_stream() is a
+        with b:
+            assert cuda.current_stream() is b
+            with a:  # the same stream again, nested
+                assert cuda.current_stream() is a
+            assert cuda.current_stream() is b
+        assert cuda.current_stream() is a
+    assert cuda.current_stream().handle == 0
+
+
+def test_with_stream_restores_the_previous_stream_on_exception():
+    a, b = cuda.Stream.from_handle(0xA000), cuda.Stream.per_thread()
+    with a:
+        with pytest.raises(KeyError):
+            with b:
+                raise KeyError("inside")
+        assert cuda.current_stream() is a
+    assert cuda.current_stream().handle == 0
+
+
+def test_the_current_stream_is_per_thread():
+    seen = {}
+    ready, done = threading.Event(), threading.Event()
+
+    def other():
+        seen["before"] = cuda.current_stream().handle
+        with cuda.Stream.from_handle(0xC000):
+            ready.set()
+            done.wait(10)
+            seen["inside"] = cuda.current_stream().handle
+
+    with cuda.Stream.from_handle(0xA000):
+        t = threading.Thread(target=other)
+        t.start()
+        assert ready.wait(10)
+        assert cuda.current_stream().handle == 0xA000  # the other thread's block is not seen here
+        done.set()
+        t.join(10)
+    assert seen == {"before": 0, "inside": 0xC000}
+
+
+def test_the_current_stream_is_kept_alive_while_current_and_released_on_exit():
+    s = cuda.Stream.from_handle(0xD000)
+    refs = sys.getrefcount(s)
+    s.__enter__()  # called directly: a `with` statement holds references of its own
+    assert sys.getrefcount(s) == refs + 1
+    s.__exit__(None, None, None)
+    assert sys.getrefcount(s) == refs
+    with cuda.Stream.from_handle(0xE000):  # no other reference: the block keeps it
+        gc.collect()
+        assert cuda.current_stream().handle == 0xE000
+
+
+def test_exiting_a_stream_that_is_not_the_innermost_is_a_runtime_error():
+    a, b = cuda.Stream.from_handle(0xA000), cuda.Stream.from_handle(0xB000)
+    with pytest.raises(RuntimeError, match=r"Stream\.__exit__: this stream is not the innermost"):
+        a.__exit__(None, None, None)
+    with a:
+        with pytest.raises(RuntimeError, match="not the innermost"):
+            b.__exit__(None, None, None)
+        assert cuda.current_stream() is a  # the failed exit changed nothing
+    assert cuda.current_stream().handle == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Adopting other libraries' streams (borrowed: fakes with made-up handles are enough)
+
+
+class CudaCoreLike:
+    def __init__(self, handle, version=0):
+        self.result = (version, handle)
+
+    def __cuda_stream__(self):
+        return self.result
+
+
+class CudaCoreOldLike:  # cuda.core 0.1 made __cuda_stream__ a property
+    __cuda_stream__ = (0, 0x4400)
+
+
+class TorchLike:
+    def __init__(self, handle, priority=-1):
+        self.cuda_stream = handle
+        self.priority = priority
+
+
+class CupyLike:
+    def __init__(self, handle, device_id=-1):
+        self.ptr = handle
+        self.device_id = device_id  # CuPy's null stream says -1: unknown
+
+
+@pytest.mark.parametrize(
+    "obj, handle, priority",
+    [
+        (CudaCoreLike(0x1100), 0x1100, 0),
+        (CudaCoreOldLike(), 0x4400, 0),
+        (TorchLike(0x2200, priority=-3), 0x2200, -3),
+        (CupyLike(0x3300), 0x3300, 0),
+        (0x5500, 0x5500, 0),
+        (cuda.Stream.per_thread(), 2, 0),
+    ],
+    ids=["cuda.core", "cuda.core-property", "torch", "cupy", "int", "Stream"],
+)
+def test_adopt_borrows_the_handle_of_each_protocol(obj, handle, priority):
+    s = cuda.Stream.adopt(obj)
+    assert s.handle == handle
+    assert s.owned is False
+    assert s.priority == priority
+    assert s.device == current_device_or_none()
+    assert s.__cuda_stream__() == (0, handle)
+
+
+def test_adopting_a_stream_returns_the_same_object():
+    s = cuda.Stream.from_handle(0x6600)
+    assert cuda.Stream.adopt(s) is s
+
+
+def test_cuda_stream_protocol_wins_over_the_attributes():
+    class Both(CupyLike):
+        def __cuda_stream__(self):
+            return (0, 0x7700)
+
+    assert cuda.Stream.adopt(Both(0x1)).handle == 0x7700
+
+
+def test_an_adopted_stream_keeps_its_owner_alive():
+    owner = TorchLike(0x8800)
+    alive = weakref.ref(owner)
+    s = cuda.Stream.adopt(owner)
+    del owner
+    gc.collect()
+    assert alive() is not None
+    del s
+    gc.collect()
+    assert alive() is None
+
+
+def test_an_adopted_stream_can_be_made_current():
+    with cuda.Stream.adopt(TorchLike(0x9900)) as s:
+        assert cuda.current_stream() is s
+        assert cuda.current_stream().handle == 0x9900
+
+
+def test_adopting_something_else_is_a_type_error_naming_what_was_expected():
+    with pytest.raises(TypeError) as info:
+        cuda.Stream.adopt("x")
+    assert str(info.value) == (
+        "Stream.adopt: expected an object with __cuda_stream__ (the cuda.core protocol), a "
+        "PyTorch stream (.cuda_stream), a CuPy stream (.ptr), an arrayport.cuda.Stream or an int "
+        "handle, got 'str'")
+    for bad in (None, 1.5, True, object()):
+        with pytest.raises(TypeError, match="Stream.adopt: expected an object with __cuda_stream"):
+            cuda.Stream.adopt(bad)
+
+
+def test_adopting_a_negative_handle_is_a_value_error():
+    with pytest.raises(ValueError, match=r"Stream\.adopt: a stream handle must be non-negative"):
+        cuda.Stream.adopt(-1)
+    with pytest.raises(ValueError, match=r"Stream\.adopt: \.ptr: a stream handle must be non-neg"):
+        cuda.Stream.adopt(CupyLike(-5))
+    with pytest.raises(ValueError, match=r"Stream\.adopt: __cuda_stream__\(\)\[1\]: a stream "
+                                         r"handle must be non-negative"):
+        cuda.Stream.adopt(CudaCoreLike(-5))
+
+
+def test_adopting_a_bad_cuda_stream_protocol_says_what_came():
+    with pytest.raises(TypeError, match=r"__cuda_stream__\(\) must return a \(version, handle\) "
+                                        r"tuple of ints, got \[0, 5\]"):
+        cuda.Stream.adopt(type("L", (), {"__cuda_stream__": lambda self: [0, 5]})())
+    with pytest.raises(TypeError, match=r"got \(0,\)"):
+        cuda.Stream.adopt(type("L", (), {"__cuda_stream__": lambda self: (0,)})())
+    with pytest.raises(ValueError, match=r"__cuda_stream__ protocol version 1 is not supported "
+                                         r"\(expected 0\)"):
+        cuda.Stream.adopt(CudaCoreLike(0x10, version=1))
+    with pytest.raises(TypeError, match=r"\.cuda_stream: a stream handle must be an int"):
+        cuda.Stream.adopt(TorchLike("0x10"))
+
+
+# ---------------------------------------------------------------------------------------------
+# On a GPU
+
+
+def _spin_cycles(ms):
+    # About 2 GHz: long enough on any supported GPU (a slower clock only makes it longer).
+    return int(ms * 2e6)
+
+
+class TorchWork:
+    """Enqueues PyTorch work on an arrayport stream (through torch.cuda.ExternalStream)."""
+
+    def __init__(self):
+        self.torch = pytest.importorskip("torch")
+        if not self.torch.cuda.is_available():
+            pytest.skip("PyTorch has no CUDA device")
+
+    def on(self, s):
+        return self.torch.cuda.stream(self.torch.cuda.ExternalStream(s.handle, device=s.device))
+
+    def spin(self, ms):
+        self.torch.cuda._sleep(_spin_cycles(ms))
+
+    def zeros(self, n):
+        return self.torch.zeros(n, dtype=self.torch.float32, device="cuda")
+
+    def fill(self, a, v):
+        a.fill_(v)
+
+    def copy(self, dst, src):
+        dst.copy_(src)
+
+    def all_equal(self, a, v):
+        return bool((a == v).all().item())
+
+
+class CupyWork:
+    """Enqueues CuPy work on an arrayport stream (through cupy.cuda.ExternalStream)."""
+
+    SPIN = r"""extern "C" __global__ void spin(long long cycles) {
+        long long start = clock64();
+        while (clock64() - start < cycles) {}
+    }"""
+
+    def __init__(self):
+        self.cupy = pytest.importorskip("cupy")
+        self.kernel = self.cupy.RawKernel(self.SPIN, "spin")
+        self.kernel((1,), (1,), (self.cupy.int64(0),))  # compiles now, not inside a measurement
+        self.cupy.cuda.Device().synchronize()
+
+    def on(self, s):
+        return self.cupy.cuda.ExternalStream(s.handle)  # the tests run on the current device
+
+    def spin(self, ms):
+        self.kernel((1,), (1,), (self.cupy.int64(_spin_cycles(ms)),))
+
+    def zeros(self, n):
+        return self.cupy.zeros(n, dtype=self.cupy.float32)
+
+    def fill(self, a, v):
+        a.fill(v)
+
+    def copy(self, dst, src):
+        dst[...] = src
+
+    def all_equal(self, a, v):
+        return bool((a == v).all())
+
+
+@pytest.fixture(params=["torch", "cupy"])
+def work(request):
+    return TorchWork() if request.param == "torch" else CupyWork()
+
+
+@pytest.fixture
+def device0():
+    """Device 0 current for the test, and the previous device current again after it."""
+    previous = cuda.current_device()
+    cuda.set_device(0)
+    yield cuda.Device(0)
+    cuda.set_device(previous)
+
+
+@needs_gpu
+def test_device_properties_match_the_report(device0):
+    for i, info in enumerate(arrayport.devices()):
+        d = cuda.Device(i)
+        assert d.index == i
+        assert d.name == info["name"] and d.name
+        assert d.compute_capability == tuple(info["compute_capability"])
+        assert d.compute_capability >= (7, 0)
+        assert d.total_memory == info["total_memory"] > 0
+        assert d.multiprocessor_count == info["multiprocessor_count"] > 0
+        assert d.pci_bus_id == info["pci_bus_id"]
+        assert d.uuid == info["uuid"] and d.uuid.startswith("GPU-") and len(d.uuid) == 40
+        free, total = d.mem_info()
+        assert 0 < free <= total == d.total_memory
+        assert d.can_access_peer(i) is False
+        assert repr(d) == (f"<arrayport.cuda.Device {i}: {d.name}, compute capability "
+                           f"{d.compute_capability[0]}.{d.compute_capability[1]}>")
+
+
+@needs_gpu
+def test_device_defaults_to_the_current_one_and_compares_by_index(device0):
+    assert cuda.Device() == cuda.Device(0) == device0
+    assert hash(cuda.Device(0)) == hash(device0)
+    assert cuda.Device(cuda.Device(0)) == device0
+    assert device0 != 0  # a Device is not an int
+    assert cuda.current_device() == 0
+
+
+@needs_gpu
+@pytest.mark.parametrize("index", ["count", -1, 2**40])
+def test_a_bad_device_index_is_a_value_error_naming_it_and_the_range(index):
+    n = cuda.device_count()
+    index = n if index == "count" else index
+    noun = "device" if n == 1 else "devices"
+    with pytest.raises(ValueError) as info:
+        cuda.Device(index)
+    assert str(info.value) == (f"Device: device index must be in [0, {n}) (this machine has {n} "
+                               f"CUDA {noun}), got {index}")
+    with pytest.raises(ValueError, match=rf"set_device: device index must be in \[0, {n}\)"):
+        cuda.set_device(index)
+    with pytest.raises(ValueError, match=rf"Stream: device index must be in \[0, {n}\)"):
+        cuda.Stream(device=index)
+
+
+@needs_gpu
+def test_with_device_makes_it_current_and_restores_the_previous_even_on_exception(device0):
+    last = cuda.device_count() - 1  # a real switch on a machine with two or more
+    with pytest.raises(KeyError):
+        with cuda.Device(last) as d:
+            assert d == cuda.Device(last)
+            assert cuda.current_device() == last
+            raise KeyError("inside")
+    assert cuda.current_device() == 0
+    with cuda.Device(last):
+        with cuda.Device(0):
+            assert cuda.current_device() == 0
+        assert cuda.current_device() == last
+    assert cuda.current_device() == 0
+    with cuda.Device(0):
+        cuda.set_device(last)  # a change inside the block is undone too
+    assert cuda.current_device() == 0
+
+
+@needs_gpu
+def test_exiting_a_device_that_is_not_the_innermost_is_a_runtime_error(device0):
+    with pytest.raises(RuntimeError, match=r"Device\.__exit__: this device is not the innermost"):
+        device0.__exit__(None, None, None)
+
+
+@needs_gpu
+def test_device_and_module_synchronize(device0):
+    device0.synchronize()
+    cuda.synchronize()
+    assert cuda.current_device() == 0
+
+
+@needs_gpu
+def test_an_owned_stream(device0):
+    s = cuda.Stream(priority=-1)
+    assert s.owned is True
+    assert s.handle not in (0, 1, 2)
+    assert s.device == 0
+    assert s.priority == -1
+    assert s.query() is True
+    s.synchronize()
+    assert cuda.Stream.from_handle(s.handle) == s
+    assert cuda.Stream.adopt(s) is s
+    assert cuda.Stream(device=device0).device == 0
+    assert f"{s.handle:#x}, device 0, priority -1, owned>" in repr(s)
+    assert cuda.Stream() != s
+
+
+@needs_gpu
+def test_borrowed_streams_take_a_device(device0):
+    last = cuda.device_count() - 1
+    assert cuda.Stream.legacy(last).device == last
+    assert cuda.Stream.per_thread(cuda.Device(last)).device == last
+    assert cuda.Stream.from_handle(0x1234, device=last).device == last
+    assert cuda.Stream.adopt(TorchLike(0x1234), device=last).device == last
+    if last > 0:
+        assert cuda.Stream.legacy(last) != cuda.Stream.legacy(0)  # one per device
+        with pytest.raises(ValueError,
+                           match=rf"Stream\.adopt: the stream is on device 0, "
+                                 rf"not on device {last}"):
+            cuda.Stream.adopt(cuda.Stream(), device=last)
+
+
+@needs_gpu
+def test_with_stream_switches_to_its_device_and_back(device0):
+    last = cuda.device_count() - 1
+    s = cuda.Stream(device=last)
+    with s:
+        assert cuda.current_device() == last
+        assert cuda.current_stream() is s
+    assert cuda.current_device() == 0
+    assert cuda.current_stream() == cuda.Stream.legacy()
+
+
+@needs_gpu
+def test_events_order_two_streams_without_any_other_library(device0):
+    a, b = cuda.Stream(), cuda.Stream()
+    e = a.record_event()
+    assert isinstance(e, cuda.Event) and e.device == 0
+    b.wait_event(e)
+    b.synchronize()
+    assert e.query() is True
+    same = cuda.Event(timing=False)
+    assert a.record_event(same) is same
+    same.synchronize()
+    assert repr(same).endswith(", device 0, timing disabled, recorded>")
+
+
+@needs_gpu
+def test_event_record_defaults_to_the_current_stream_and_takes_adoptable_objects(device0):
+    s = cuda.Stream()
+    e = cuda.Event()
+    assert "not recorded" in repr(e)
+    with s:
+        e.record()
+    e.record(s)
+    e.record(s.handle)  # anything Stream.adopt takes
+    e.record(cuda.Stream.legacy())
+    e.synchronize()
+    assert e.query() is True
+    with pytest.raises(TypeError, match="Stream.adopt: expected"):
+        e.record("s")
+
+
+@needs_gpu
+def test_elapsed_time_says_which_precondition_is_missing(device0):
+    s = cuda.Stream()
+    timed, untimed, unrecorded = cuda.Event(), cuda.Event(timing=False), cuda.Event()
+    timed.record(s)
+    untimed.record(s)
+    s.synchronize()
+    with pytest.raises(ValueError,
+                       match="Event.elapsed_time: the end event was created with timing=False"):
+        timed.elapsed_time(untimed)
+    with pytest.raises(ValueError, match="the start event was created with timing=False"):
+        untimed.elapsed_time(timed)
+    with pytest.raises(RuntimeError,
+                       match="Event.elapsed_time: the end event has not been recorded"):
+        timed.elapsed_time(unrecorded)
+    with pytest.raises(TypeError):
+        timed.elapsed_time(s)
+    assert timed.elapsed_time(timed) == 0.0
+
+
+@needs_gpu
+def test_event_timing_of_known_work(device0, work):
+    s = cuda.Stream()
+    start, stop = cuda.Event(), cuda.Event()
+    with s, work.on(s):
+        start.record()
+        work.spin(50)
+        stop.record()
+    with pytest.raises(RuntimeError, match="have not completed yet"):
+        start.elapsed_time(stop)
+    stop.synchronize()
+    ms = start.elapsed_time(stop)
+    assert isinstance(ms, float)
+    assert 10.0 < ms < 5000.0
+
+
+@needs_gpu
+def test_an_event_orders_work_on_two_streams(device0, work):
+    a, b = cuda.Stream(), cuda.Stream()
+    src, dst = work.zeros(1 << 20), work.zeros(1 << 20)
+    cuda.synchronize()
+    with work.on(a):
+        work.spin(100)  # a is busy for 100 ms, then writes src
+        work.fill(src, 1.0)
+    written = a.record_event(cuda.Event(timing=False))
+    b.wait_event(written)
+    with work.on(b):
+        work.copy(dst, src)  # would read zeros without the wait
+    done = b.record_event()
+    assert done.query() is False  # b waits for a's 100 ms
+    b.synchronize()
+    assert a.query() is True
+    assert work.all_equal(dst, 1.0)
+
+    # The control: without the wait, b runs ahead of a and copies the zeros.
+    src2, dst2 = work.zeros(1 << 20), work.zeros(1 << 20)
+    cuda.synchronize()
+    with work.on(a):
+        work.spin(100)
+        work.fill(src2, 1.0)
+    with work.on(b):
+        work.copy(dst2, src2)
+    b.synchronize()
+    assert a.query() is False
+    assert work.all_equal(dst2, 0.0)
+    a.synchronize()
+
+
+@needs_gpu
+@pytest.mark.parametrize("blocking_call", ["stream", "event", "device", "module"])
+def test_blocking_calls_release_the_gil(device0, work, blocking_call):
+    s = cuda.Stream()
+    with work.on(s):
+        work.spin(200)
+    e = s.record_event(cuda.Event(timing=False))
+    call = {"stream": s.synchronize, "event": e.synchronize, "device": device0.synchronize,
+            "module": cuda.synchronize}[blocking_call]
+    stamps, stop = [], threading.Event()
+
+    def count():
+        i = 0
+        while not stop.is_set():
+            i += 1
+            if i % 1000 == 0:
+                stamps.append(time.perf_counter())
+
+    t = threading.Thread(target=count)
+    t.start()
+    while not stamps:
+        time.sleep(0.001)
+    t0 = time.perf_counter()
+    call()
+    t1 = time.perf_counter()
+    stop.set()
+    t.join()
+    assert t1 - t0 > 0.05, "the work should still have been running"
+    # Holding the GIL, the call would let the other thread run at most one switch interval
+    # (5 ms) after t0; releasing it, the thread runs all through the wait.
+    late = [x for x in stamps if t0 + (t1 - t0) / 2 < x < t1]
+    assert len(late) > 10
+
+
+@needs_gpu
+def test_adopting_a_pytorch_stream_runs_work_on_it(device0):
+    torch = pytest.importorskip("torch")
+    ts = torch.cuda.Stream(priority=-1)
+    s = cuda.Stream.adopt(ts)
+    assert s.handle == ts.cuda_stream
+    assert s.device == ts.device_index == 0
+    assert s.priority == ts.priority
+    assert s.owned is False
+    with torch.cuda.stream(ts):
+        torch.cuda._sleep(_spin_cycles(100))
+    e = s.record_event()  # after the torch work, on the adopted stream
+    assert e.query() is False
+    assert s.query() is False
+    e.synchronize()
+    assert ts.query() is True  # torch sees its stream drained: the event was on it
+    # And the other way: PyTorch on an arrayport stream.
+    mine = cuda.Stream()
+    with torch.cuda.stream(torch.cuda.ExternalStream(mine.handle)):
+        torch.cuda._sleep(_spin_cycles(100))
+    assert mine.query() is False
+    mine.synchronize()
+    assert mine.query() is True
+
+
+@needs_gpu
+def test_adopting_a_cupy_stream_runs_work_on_it(device0):
+    cupy = pytest.importorskip("cupy")
+    cs = cupy.cuda.Stream(non_blocking=True)
+    s = cuda.Stream.adopt(cs)
+    assert s.handle == cs.ptr
+    assert s.device == 0
+    assert s.owned is False
+    x = cupy.ones(1 << 28, dtype=cupy.float32)  # 1 GiB
+    cupy.cuda.Device().synchronize()
+    with cs:
+        for _ in range(100):  # ~2 GiB of traffic each, well over 10 ms in all
+            cupy.multiply(x, 1.0, out=x)
+    e = s.record_event()
+    assert e.query() is False
+    e.synchronize()
+    assert cs.done  # CuPy sees its stream drained: the event was on it
+    assert bool((x == 1.0).all())
+
+
+def _rss_bytes():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+@needs_gpu
+def test_100k_stream_and_event_cycles_leak_neither_device_nor_host_memory(device0):
+    def cycles(n):
+        for _ in range(n):
+            s = cuda.Stream()
+            e = cuda.Event()
+            with s:
+                e.record()
+            s.record_event()
+
+    cycles(2000)  # warm-up: the driver's and Python's pools reach their steady size
+    gc.collect()
+    free_before, rss_before = device0.mem_info()[0], _rss_bytes()
+    cycles(100_000)
+    cuda.synchronize()
+    gc.collect()
+    free_after, rss_after = device0.mem_info()[0], _rss_bytes()
+    mib = 1 << 20
+    assert abs(free_after - free_before) <= 4 * mib, (free_before, free_after)
+    assert rss_after - rss_before <= 8 * mib, (rss_before, rss_after)
