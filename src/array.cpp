@@ -2,6 +2,7 @@
 // the creation functions (empty, zeros, ones, full and the *_like forms).
 #include "array.hpp"
 
+#include "current_stream.hpp"
 #include "dlpack_export.hpp"
 #include "errors.hpp"
 #include "scalars.hpp"
@@ -355,7 +356,7 @@ PyObject* array_fill(PyObject* self, PyObject* value) {
     dtype dt = dtype::from_c(a->view.dtype);
     unsigned char element[16] = {};
     scalar_to_bytes(value, dt, element);
-    detail::fill_pattern(a->view.data, element, dt.itemsize(),
+    arrayport::detail::fill_pattern(a->view.data, element, dt.itemsize(),
                          static_cast<std::size_t>(element_count(a->view)),
                          static_cast<memory_kind>(a->view.memory_kind), a->view.stream);
     Py_RETURN_NONE;
@@ -545,8 +546,9 @@ memory_kind parse_memory(const std::optional<std::string>& memory) {
   return memory ? parse_memory_kind(*memory) : default_memory_kind();
 }
 
+// None: the calling thread's current stream (what `with arrayport.cuda.Stream():` set).
 stream_handle parse_stream(nb::handle stream) {
-  if (stream.is_none()) return nullptr;
+  if (stream.is_none()) return current_stream().handle;
   if (nb::hasattr(stream, "__cuda_stream__")) {
     nb::tuple t = nb::cast<nb::tuple>(stream.attr("__cuda_stream__")());
     return reinterpret_cast<stream_handle>(nb::cast<std::uintptr_t>(t[1]));

@@ -331,3 +331,13 @@ def test_consumer_on_another_stream_reads_complete_data_without_device_sync():
     consumer.synchronize()                           # this stream only, never the device
     assert total.item() == n
 
+
+
+@needs_gpu
+def test_arrays_are_ordered_on_the_current_stream_by_default():
+    s = ap.cuda.Stream()
+    with s:
+        a = ap.zeros(1000, "float32", memory="device")
+    assert a.__cuda_array_interface__["stream"] == s.handle
+    b = ap.zeros(10, "float32", memory="device")
+    assert b.__cuda_array_interface__["stream"] == 1  # the legacy default stream, spelled 1 in CAI
