@@ -68,18 +68,17 @@ class host_resource final : public memory_resource {
 
 class device_resource final : public memory_resource {
  public:
-  explicit device_resource(int device)
-      : memory_resource(memory_kind::device, device), m_pool(runtime::default_pool(device)) {
+  explicit device_resource(int device) : memory_resource(memory_kind::device, device) {
     runtime::retain_pool_memory(device);
   }
   void* allocate(std::size_t bytes, stream_handle stream) override {
     try {
-      return runtime::malloc_from_pool_async(bytes, m_pool, stream);
+      return runtime::malloc_device_async(bytes, device(), stream);
     } catch (const out_of_memory&) {
       // What this pool holds unused may be what is missing: return it to the driver, retry once.
       runtime::stream_synchronize(stream);
       runtime::trim_pool(device());
-      return runtime::malloc_from_pool_async(bytes, m_pool, stream);
+      return runtime::malloc_device_async(bytes, device(), stream);
     }
   }
   void deallocate(void* p, std::size_t, stream_handle stream) noexcept override {
@@ -91,9 +90,6 @@ class device_resource final : public memory_resource {
     } catch (...) {
     }
   }
-
- private:
-  void* m_pool;  // cudaMemPool_t
 };
 
 class managed_resource final : public memory_resource {
