@@ -365,6 +365,182 @@ PyObject* array_fill(PyObject* self, PyObject* value) {
 
 PyObject* array_dlpack_device(PyObject* self, PyObject* unused) { return dlpack_device(self, unused); }
 
+// ---- views: indexing, transpose, reshape (no copies) ------------------------------------------
+
+// A new Array viewing `src`'s memory with another layout. Keeps the root owner alive.
+PyObject* make_view(array_object* src, char* data, const std::vector<std::int64_t>& shape,
+                    const std::vector<std::int64_t>& strides) {
+  const int ndim = static_cast<int>(shape.size());
+  array_object* a = alloc_array(ndim);
+  for (int i = 0; i < ndim; ++i) {
+    a->extents[i] = shape[static_cast<std::size_t>(i)];
+    a->extents[ndim + i] = strides[static_cast<std::size_t>(i)];
+  }
+  a->view.data = data;
+  a->view.dtype = src->view.dtype;
+  a->view.memory_kind = src->view.memory_kind;
+  a->view.device = src->view.device;
+  a->view.stream = src->view.stream;
+  a->view.flags = src->view.flags;
+  a->base = Py_NewRef(src->base ? src->base : reinterpret_cast<PyObject*>(src));
+  return reinterpret_cast<PyObject*>(a);
+}
+
+[[noreturn]] void index_error(const std::string& msg) {
+  PyErr_SetString(PyExc_IndexError, msg.c_str());
+  throw nb::python_error();
+}
+
+// Basic indexing as NumPy defines it: ints, slices (any step), Ellipsis and None. Integer indices
+// on every axis give a 0-d Array (as CuPy does: the element may be on the device).
+PyObject* array_subscript(PyObject* self, PyObject* key) {
+  return guarded<PyObject*>(nullptr, [&]() -> PyObject* {
+    array_object* a = as_array(self);
+    nb::object items = PyTuple_Check(key) ? nb::borrow(key) : nb::make_tuple(nb::handle(key));
+    const Py_ssize_t n = PyTuple_GET_SIZE(items.ptr());
+    int consumed = 0, ellipses = 0;
+    for (Py_ssize_t k = 0; k < n; ++k) {
+      PyObject* item = PyTuple_GET_ITEM(items.ptr(), k);
+      if (item == Py_Ellipsis) ++ellipses;
+      else if (item != Py_None) ++consumed;
+    }
+    if (ellipses > 1) index_error("an index can only have a single ellipsis ('...')");
+    if (consumed > a->view.ndim)
+      index_error("too many indices for array: array is " + std::to_string(a->view.ndim) +
+                  "-dimensional, but " + std::to_string(consumed) + " were indexed");
+    const std::int64_t itemsize = static_cast<std::int64_t>(itemsize_of(a));
+    char* data = static_cast<char*>(a->view.data);
+    std::vector<std::int64_t> shape, strides;
+    int axis = 0;
+    auto keep_axis = [&](int ax) {
+      shape.push_back(a->view.shape[ax]);
+      strides.push_back(a->view.strides[ax]);
+    };
+    for (Py_ssize_t k = 0; k < n; ++k) {
+      PyObject* item = PyTuple_GET_ITEM(items.ptr(), k);
+      if (item == Py_Ellipsis) {
+        for (int skip = a->view.ndim - consumed; skip > 0; --skip) keep_axis(axis++);
+      } else if (item == Py_None) {
+        shape.push_back(1);
+        strides.push_back(0);
+      } else if (PySlice_Check(item)) {
+        Py_ssize_t start, stop, step;
+        if (PySlice_Unpack(item, &start, &stop, &step) < 0) throw nb::python_error();
+        const std::int64_t len = PySlice_AdjustIndices(
+            static_cast<Py_ssize_t>(a->view.shape[axis]), &start, &stop, step);
+        if (len > 0) data += start * a->view.strides[axis] * itemsize;
+        shape.push_back(len);
+        strides.push_back(a->view.strides[axis] * step);
+        ++axis;
+      } else if (!PyBool_Check(item) && PyIndex_Check(item)) {
+        Py_ssize_t i = PyNumber_AsSsize_t(item, PyExc_IndexError);
+        if (i == -1 && PyErr_Occurred()) throw nb::python_error();
+        const std::int64_t size = a->view.shape[axis];
+        if (i < -size || i >= size)
+          index_error("index " + std::to_string(i) + " is out of bounds for axis " +
+                      std::to_string(axis) + " with size " + std::to_string(size));
+        if (i < 0) i += size;
+        data += i * a->view.strides[axis] * itemsize;
+        ++axis;
+      } else {
+        index_error(std::string("only integers, slices (':'), ellipsis ('...') and None are valid "
+                                "indices (arrayport has no advanced indexing); got ") +
+                    Py_TYPE(item)->tp_name);
+      }
+    }
+    while (axis < a->view.ndim) keep_axis(axis++);
+    if (shape.size() > ARRAYPORT_MAX_NDIM)
+      index_error("the result would have more than " + std::to_string(ARRAYPORT_MAX_NDIM) + " dimensions");
+    return make_view(a, data, shape, strides);
+  });
+}
+
+// transpose(*axes): a permutation of the axes (reversed when none is given).
+PyObject* array_transpose(PyObject* self, PyObject* args) {
+  return guarded<PyObject*>(nullptr, [&]() -> PyObject* {
+    array_object* a = as_array(self);
+    const int ndim = a->view.ndim;
+    std::vector<int> perm;
+    nb::object axes = nb::borrow(args);
+    if (PyTuple_GET_SIZE(args) == 1 && PySequence_Check(PyTuple_GET_ITEM(args, 0)))
+      axes = nb::borrow(PyTuple_GET_ITEM(args, 0));
+    if (nb::len(axes) == 0) {
+      for (int i = ndim - 1; i >= 0; --i) perm.push_back(i);
+    } else {
+      if (static_cast<int>(nb::len(axes)) != ndim)
+        throw value_error("transpose: axes don't match array: expected " + std::to_string(ndim) +
+                          " axes, got " + std::to_string(nb::len(axes)));
+      std::vector<bool> seen(static_cast<std::size_t>(ndim), false);
+      for (nb::handle h : axes) {
+        int ax = nb::cast<int>(h);
+        if (ax < -ndim || ax >= ndim)
+          throw value_error("transpose: axis " + std::to_string(ax) + " is out of bounds for an array of dimension " + std::to_string(ndim));
+        if (ax < 0) ax += ndim;
+        if (seen[static_cast<std::size_t>(ax)]) throw value_error("transpose: repeated axis " + std::to_string(ax));
+        seen[static_cast<std::size_t>(ax)] = true;
+        perm.push_back(ax);
+      }
+    }
+    std::vector<std::int64_t> shape, strides;
+    for (int ax : perm) {
+      shape.push_back(a->view.shape[ax]);
+      strides.push_back(a->view.strides[ax]);
+    }
+    return make_view(a, static_cast<char*>(a->view.data), shape, strides);
+  });
+}
+
+PyObject* get_T(PyObject* self, void*) {
+  nb::object empty = nb::steal(PyTuple_New(0));
+  return array_transpose(self, empty.ptr());
+}
+
+// reshape(shape): a view with a new shape (one extent may be -1). Needs a C-contiguous array.
+PyObject* array_reshape(PyObject* self, PyObject* args) {
+  return guarded<PyObject*>(nullptr, [&]() -> PyObject* {
+    array_object* a = as_array(self);
+    nb::handle spec = PyTuple_GET_SIZE(args) == 1 ? nb::handle(PyTuple_GET_ITEM(args, 0)) : nb::handle(args);
+    std::vector<std::int64_t> shape;
+    int infer = -1;
+    std::int64_t known = 1;
+    auto add = [&](nb::handle h) {
+      std::int64_t e = nb::cast<std::int64_t>(h);
+      if (e == -1) {
+        if (infer >= 0) throw value_error("reshape: can only specify one unknown dimension (-1)");
+        infer = static_cast<int>(shape.size());
+      } else if (e < 0) {
+        throw value_error("reshape: expected non-negative extents or -1, got " + std::to_string(e));
+      } else {
+        known *= e;
+      }
+      shape.push_back(e);
+    };
+    if (PyLong_Check(spec.ptr())) add(spec);
+    else for (nb::handle h : nb::borrow<nb::sequence>(spec)) add(h);
+    const std::int64_t size = element_count(a->view);
+    if (infer >= 0) {
+      if (known == 0 || size % known != 0)
+        throw value_error("reshape: cannot reshape an array of size " + std::to_string(size) + " into the given shape");
+      shape[static_cast<std::size_t>(infer)] = size / known;
+    } else if (known != size) {
+      throw value_error("reshape: cannot reshape an array of size " + std::to_string(size) +
+                        " into a shape of size " + std::to_string(known));
+    }
+    if (shape.size() > ARRAYPORT_MAX_NDIM)
+      throw value_error("reshape: at most " + std::to_string(ARRAYPORT_MAX_NDIM) + " dimensions");
+    if (!is_c_contiguous(a->view))
+      throw value_error("reshape: only C-contiguous arrays can be reshaped without a copy; this one "
+                        "is not (copy it first)");
+    std::vector<std::int64_t> strides(shape.size());
+    std::int64_t stride = 1;
+    for (std::size_t i = shape.size(); i-- > 0;) {
+      strides[i] = stride;
+      stride *= shape[i];
+    }
+    return make_view(a, static_cast<char*>(a->view.data), shape, strides);
+  });
+}
+
 // repr: dtype, shape, memory, device and up to 6 leading values (copied to the host to print).
 std::string format_element(const unsigned char* p, dtype dt) {
   char buf[96];
@@ -448,6 +624,7 @@ PyGetSetDef array_getset[] = {
     {"dtype", get_dtype, nullptr, "A NumPy dtype when NumPy is installed, else the dtype name.", nullptr},
     {"c_contiguous", get_c_contiguous, nullptr, "C-order contiguity.", nullptr},
     {"f_contiguous", get_f_contiguous, nullptr, "Fortran-order contiguity.", nullptr},
+    {"T", get_T, nullptr, "The transpose (a view).", nullptr},
     {"__cuda_array_interface__", get_cuda_array_interface, nullptr,
      "CUDA Array Interface v3 (device-accessible memory only).", nullptr},
     {"__array_interface__", get_array_interface, nullptr,
@@ -461,6 +638,8 @@ PyMethodDef array_methods[] = {
     {"__dlpack_device__", array_dlpack_device, METH_NOARGS, "(DLPack device type, device id)."},
     {"get", array_get, METH_NOARGS, "A NumPy copy on the host (PyCUDA's GPUArray.get())."},
     {"fill", array_fill, METH_O, "Sets every element to a value (stream-ordered on the device)."},
+    {"transpose", array_transpose, METH_VARARGS, "transpose(*axes): a view with permuted axes."},
+    {"reshape", array_reshape, METH_VARARGS, "reshape(shape): a view with a new shape (C-contiguous arrays)."},
     {nullptr, nullptr, 0, nullptr}};
 
 PyMemberDef array_members[] = {
@@ -475,6 +654,7 @@ PyType_Slot array_slots[] = {
     {Py_tp_members, array_members},
     {Py_tp_new, reinterpret_cast<void*>(disallow_new)},
     {Py_mp_length, reinterpret_cast<void*>(array_length)},
+    {Py_mp_subscript, reinterpret_cast<void*>(array_subscript)},
     {Py_sq_length, reinterpret_cast<void*>(array_length)},
     {Py_bf_getbuffer, reinterpret_cast<void*>(array_getbuffer)},
     {Py_bf_releasebuffer, reinterpret_cast<void*>(array_releasebuffer)},
