@@ -2,6 +2,7 @@
 // the creation functions (empty, zeros, ones, full and the *_like forms).
 #include "array.hpp"
 
+#include "consume.hpp"
 #include "current_stream.hpp"
 #include "dlpack_export.hpp"
 #include "errors.hpp"
@@ -149,6 +150,8 @@ PyObject* get_readonly(PyObject* self, void*) {
 }
 PyObject* get_base(PyObject* self, void*) {
   PyObject* base = as_array(self)->base;
+  // A view of a foreign array holds it through an acquired-view capsule: show the producer.
+  if (PyObject* producer = acquired_producer(base)) return Py_NewRef(producer);
   return Py_NewRef(base ? base : Py_None);
 }
 PyObject* get_c_contiguous(PyObject* self, void*) {
@@ -726,6 +729,8 @@ memory_kind parse_memory(const std::optional<std::string>& memory) {
   return memory ? parse_memory_kind(*memory) : default_memory_kind();
 }
 
+}  // namespace
+
 // None: the calling thread's current stream (what `with arrayport.cuda.Stream():` set).
 stream_handle parse_stream(nb::handle stream) {
   if (stream.is_none()) return current_stream().handle;
@@ -737,6 +742,8 @@ stream_handle parse_stream(nb::handle stream) {
   throw type_error("stream: expected None, an int handle or an object with __cuda_stream__, got " +
                    std::string(Py_TYPE(stream.ptr())->tp_name));
 }
+
+namespace {
 
 nb::object create(nb::handle shape_obj, nb::handle dtype_obj, const std::optional<std::string>& memory,
                   std::optional<int> device, nb::handle stream_obj) {
@@ -796,6 +803,33 @@ nb::object make_owned_array(buffer&& storage, dtype dt, const std::vector<std::i
   a->view.stream = owned->stream();
   a->view.flags = 0;
   return nb::steal(reinterpret_cast<PyObject*>(a));
+}
+
+PyObject* array_from_view(const arrayport_view_t* view, PyObject* owner) noexcept {
+  return guarded<PyObject*>(nullptr, [&]() -> PyObject* {
+    if (!view) throw value_error("array_from_view: view is NULL");
+    if (view->ndim < 0 || view->ndim > ARRAYPORT_MAX_NDIM)
+      throw value_error("array_from_view: expected 0 to " + std::to_string(ARRAYPORT_MAX_NDIM) +
+                        " dimensions, got " + std::to_string(view->ndim));
+    if (!is_supported(dtype::from_c(view->dtype)))
+      throw type_error("array_from_view: unsupported dtype " +
+                       arrayport::detail::describe(dtype::from_c(view->dtype)));
+    if (view->memory_kind > ARRAYPORT_MEMORY_MANAGED)
+      throw value_error("array_from_view: unknown memory kind " + std::to_string(view->memory_kind));
+    array_object* a = alloc_array(view->ndim);
+    for (int i = 0; i < view->ndim; ++i) {
+      a->extents[i] = view->shape[i];
+      a->extents[view->ndim + i] = view->strides[i];
+    }
+    a->view.data = view->data;
+    a->view.dtype = view->dtype;
+    a->view.memory_kind = view->memory_kind;
+    a->view.device = view->device;
+    a->view.stream = view->stream;
+    a->view.flags = view->flags & ARRAYPORT_VIEW_READONLY;
+    a->base = Py_XNewRef(owner);
+    return reinterpret_cast<PyObject*>(a);
+  });
 }
 
 void register_array(nb::module_& m) {

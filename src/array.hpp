@@ -39,6 +39,14 @@ inline bool is_array(PyObject* o) noexcept { return Py_TYPE(o) == array_type; }
 nanobind::object make_owned_array(arrayport::buffer&& storage, arrayport::dtype dt,
                                   const std::vector<std::int64_t>& shape);
 
+/// A new Array viewing `view` (shape/strides copied) that keeps `owner` alive; NULL with a Python
+/// error set on failure. The function behind the C API's array_from_view.
+PyObject* array_from_view(const arrayport_view_t* view, PyObject* owner) noexcept;
+
+/// A `stream=` argument: None (the thread's current stream), an int handle, or an object with
+/// __cuda_stream__.
+stream_handle parse_stream(nanobind::handle stream);
+
 /// Creates the Array type and the creation functions in `m`.
 void register_array(nanobind::module_& m);
 

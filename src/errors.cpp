@@ -2,6 +2,7 @@
 #include "errors.hpp"
 
 #include <arrayport/error.hpp>
+#include <arrayport/python/api.hpp>
 
 #include <exception>
 
@@ -48,6 +49,8 @@ void translate(const std::exception_ptr& p, void*) {
     PyErr_SetString(PyExc_ValueError, e.what());
   } catch (const buffer_error& e) {
     PyErr_SetString(PyExc_BufferError, e.what());
+  } catch (const python::error_already_set&) {
+    // The Python error is already set: leave it as it is.
   }
   // Anything else falls through to nanobind's own translators (std::bad_alloc -> MemoryError...).
 }
@@ -67,6 +70,8 @@ void raise_current_exception() noexcept {
     throw;
   } catch (nb::python_error& e) {
     e.restore();
+  } catch (const python::error_already_set&) {
+    // The Python error is already set: leave it as it is.
   } catch (const std::bad_alloc&) {
     PyErr_NoMemory();
   } catch (const arrayport::error&) {

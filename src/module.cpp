@@ -1,5 +1,6 @@
 // arrayport._core: the compiled module behind the arrayport package.
 #include "array.hpp"
+#include "consume.hpp"
 #include "cuda.hpp"
 #include "errors.hpp"
 #include "runtime_info.hpp"
@@ -22,6 +23,7 @@ NB_MODULE(_core, m) {
   arrayport::ext::register_errors(m);
   arrayport::ext::register_cuda(m);
   arrayport::ext::register_array(m);
+  arrayport::ext::register_consume(m);
 
   m.def("build_info", &arrayport::ext::build_info,
         "How this build was configured: version, CUDA, architectures, compilers.");

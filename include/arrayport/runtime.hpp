@@ -615,4 +615,36 @@ inline void stream_wait_event(stream_handle s, event_handle e) {
 #endif
 }
 
+/// Makes work enqueued later on `consumer` wait for the work enqueued so far on `producer`, both
+/// streams of `device`: an event recorded on one and waited on by the other, never a host or
+/// device-wide synchronisation. Nothing to do when they are the same stream. The event is one per
+/// thread and device, reused: a wait captures the event's state when it is enqueued.
+inline void order_streams(stream_handle producer, stream_handle consumer, int device) {
+  if (producer == consumer) return;
+#if ARRAYPORT_HAS_CUDA
+  if (!is_available()) return;
+  constexpr int cached_devices = 64;
+  thread_local event_handle events[cached_devices] = {};  // created on their device, as
+  device_guard guard(device);                             // cudaEventRecord requires
+  const int current = device >= 0 ? device : get_device();
+  if (current < cached_devices) {
+    if (!events[current]) events[current] = event_create(false, false);
+    event_record(events[current], producer);
+    stream_wait_event(consumer, events[current]);
+    return;
+  }
+  event_handle e = event_create(false, false);
+  try {
+    event_record(e, producer);
+    stream_wait_event(consumer, e);
+  } catch (...) {
+    event_destroy(e);
+    throw;
+  }
+  event_destroy(e);  // CUDA keeps it until the wait is done
+#else
+  (void)device;
+#endif
+}
+
 }  // namespace arrayport::runtime

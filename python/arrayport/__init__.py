@@ -23,6 +23,7 @@ from ._core import (
     ones_like,
     release_cached_memory,
     runtime_info,
+    view,
     zeros,
     zeros_like,
 )
@@ -47,6 +48,7 @@ __all__ = [
     "ones_like",
     "release_cached_memory",
     "runtime_info",
+    "view",
     "zeros",
     "zeros_like",
 ]

@@ -1,0 +1,823 @@
+// The consume bridge: any Python array -> a checked strided_view, held by an RAII `acquired`.
+//
+// CPython C API only, header-level, usable from any extension. The protocol is chosen by the
+// producer's type, fastest first, and the choice is cached per type:
+//   1. arrayport.Array (exact type; the view is read straight out of the object);
+//   2. the DLPack C exchange API (type(obj).__dlpack_c_exchange_api__, PyTorch >= 2.10);
+//   3. the buffer protocol (NumPy, memoryview, bytes, array.array);
+//   4. __dlpack__ (versioned first, legacy on TypeError);
+//   5. __cuda_array_interface__ (v3, and PyTorch's v2).
+// The view stays valid, and the producer alive, for as long as the `acquired` lives. Every
+// violation of the caller's constraints is a type_error / value_error / buffer_error naming the
+// argument, what was expected and what came.
+#pragma once
+
+#include <arrayport/python/api.hpp>
+
+#include <arrayport/c/dlpack.h>
+#include <arrayport/c/view.h>
+#include <arrayport/dtype.hpp>
+#include <arrayport/error.hpp>
+#include <arrayport/memory_kind.hpp>
+#include <arrayport/runtime.hpp>
+#include <arrayport/view.hpp>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <initializer_list>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+namespace arrayport::python {
+
+/// The memory layout a parameter needs.
+enum class order : std::uint8_t {
+  any,  ///< any strides
+  c,    ///< C-contiguous (row-major)
+  f     ///< Fortran-contiguous (column-major)
+};
+
+/// Where the memory must be reachable from.
+enum class reach : std::uint8_t {
+  any,    ///< anywhere (the callee looks at memory_kind itself)
+  host,   ///< host code dereferences it: host, pinned or managed memory
+  device  ///< device code dereferences it: device, managed or pinned memory
+};
+
+/// The exchange protocols, as bits (acquire_options::protocols restricts the choice).
+enum protocol : std::uint32_t {
+  protocol_array = 1u << 0,     ///< arrayport.Array
+  protocol_exchange = 1u << 1,  ///< DLPack C exchange API
+  protocol_buffer = 1u << 2,    ///< buffer protocol
+  protocol_dlpack = 1u << 3,    ///< __dlpack__
+  protocol_cai = 1u << 4,       ///< __cuda_array_interface__
+  protocol_all = 0x1Fu
+};
+
+/// What a parameter accepts. Unset fields accept anything.
+struct constraints {
+  const char* name = "array";                ///< the argument's name, for error messages
+  const arrayport::dtype* dtypes = nullptr;  ///< accepted dtypes (n_dtypes of them); none: any
+  std::size_t n_dtypes = 0;
+  int ndim = -1;                             ///< required rank; -1: any
+  const std::int64_t* shape = nullptr;       ///< ndim extents, -1 for any; nullptr: any shape
+  order layout = order::any;
+  reach where = reach::any;
+  bool writable = false;                     ///< the callee writes through the view
+};
+
+/// How long the view must live, and which stream the consumer works on.
+struct acquire_options {
+  /// The consumer's stream: the producer's pending work is ordered before it (DLPack stream
+  /// handshake, or an event wait for __cuda_array_interface__ and the exchange API). Defaults to
+  /// arrayport's current stream.
+  stream_handle stream = nullptr;
+  bool stream_given = false;
+  /// false: no stream ordering at all (as CUPY_CUDA_ARRAY_INTERFACE_SYNC=0 / NUMBA_CUDA_
+  /// ARRAY_INTERFACE_SYNC=0 offer); the caller orders the work itself.
+  bool sync = true;
+  /// true: the view is used only until control returns to Python (a function call's argument);
+  /// lets the exchange API skip building an owning tensor. false: the view may be kept.
+  bool call_scoped = false;
+  std::uint32_t protocols = protocol_all;  ///< which protocols may be used
+};
+
+/// An acquired view: releases the buffer / DLPack tensor and the producer reference when it dies.
+/// Move-only. Must be destroyed with the GIL held.
+class acquired {
+ public:
+  acquired() noexcept { reset_view(); }
+  ~acquired() { release(); }
+  acquired(const acquired&) = delete;
+  acquired& operator=(const acquired&) = delete;
+  acquired(acquired&& other) noexcept { take(other); }
+  acquired& operator=(acquired&& other) noexcept {
+    if (this != &other) {
+      release();
+      take(other);
+    }
+    return *this;
+  }
+
+  explicit operator bool() const noexcept { return m_source != source::none; }
+  strided_view view() const noexcept { return strided_view(m_view); }
+  const arrayport_view_t& c_view() const noexcept { return m_view; }
+  /// The producer (the object passed to acquire): a borrowed reference valid while this lives.
+  PyObject* owner() const noexcept { return m_owner; }
+  /// The protocol the view came through (one protocol bit).
+  std::uint32_t protocol_used() const noexcept { return m_protocol; }
+
+  /// The typed view (dtype, rank, space and writability checked again, cheaply).
+  template <class T, std::size_t Rank, class Space = any_space>
+  arrayport::view<T, Rank, Space> as(const char* what = "array") const {
+    return view().template as<T, Rank, Space>(what);
+  }
+
+  /// Drops the view now (releases the buffer, calls the DLPack deleter, drops the producer).
+  void release() noexcept;
+
+ private:
+  enum class source : std::uint8_t { none, reference, buffer, dlpack_legacy, dlpack_versioned };
+  friend acquired acquire(PyObject*, const constraints&, const acquire_options&);
+  friend struct detail_access;
+
+  void reset_view() noexcept {
+    std::memset(&m_view, 0, sizeof m_view);
+    m_view.version = {ARRAYPORT_C_ABI_VERSION_MAJOR, ARRAYPORT_C_ABI_VERSION_MINOR};
+  }
+  bool uses_inline() const noexcept { return m_view.shape == m_extents; }
+  void take(acquired& other) noexcept {
+    m_view = other.m_view;
+    m_source = other.m_source;
+    m_protocol = other.m_protocol;
+    m_owner = std::exchange(other.m_owner, nullptr);
+    m_buffer = other.m_buffer;
+    m_managed = std::exchange(other.m_managed, nullptr);
+    if (other.uses_inline()) {
+      std::memcpy(m_extents, other.m_extents, sizeof m_extents);
+      m_view.shape = m_extents;
+      m_view.strides = m_extents + m_view.ndim;
+    }
+    m_heap = std::exchange(other.m_heap, nullptr);
+    other.m_source = source::none;
+    other.reset_view();
+  }
+  // Room for shape and strides, inline up to 8 dimensions.
+  std::int64_t* extents(int ndim) {
+    if (ndim <= inline_rank) return m_extents;
+    m_heap = static_cast<std::int64_t*>(std::malloc(sizeof(std::int64_t) * 2 * std::size_t(ndim)));
+    if (!m_heap) throw std::bad_alloc();
+    return m_heap;
+  }
+
+  static constexpr int inline_rank = 8;
+  arrayport_view_t m_view;
+  source m_source = source::none;
+  std::uint32_t m_protocol = 0;
+  PyObject* m_owner = nullptr;   // strong reference to the producer
+  Py_buffer m_buffer{};          // source::buffer
+  void* m_managed = nullptr;     // source::dlpack_*: the managed tensor to delete exactly once
+  std::int64_t* m_heap = nullptr;
+  std::int64_t m_extents[2 * inline_rank] = {};
+};
+
+namespace detail {
+
+// ---- the DLPack C exchange API (DLPack 1.2+, dlpack.h), layout as the specification defines --
+
+struct dl_exchange_api_header {
+  arrayport_dlpack_version_t version;
+  dl_exchange_api_header* prev_api;
+};
+struct dl_exchange_api {
+  dl_exchange_api_header header;
+  int (*managed_tensor_allocator)(arrayport_dl_tensor_t*, arrayport_dl_managed_tensor_versioned_t**,
+                                  void*, void (*)(void*, const char*, const char*));
+  int (*managed_tensor_from_py_object_no_sync)(void*, arrayport_dl_managed_tensor_versioned_t**);
+  int (*managed_tensor_to_py_object_no_sync)(arrayport_dl_managed_tensor_versioned_t*, void**);
+  int (*dltensor_from_py_object_no_sync)(void*, arrayport_dl_tensor_t*);  // may be NULL
+  int (*current_work_stream)(int device_type, std::int32_t device_id, void** out_stream);
+};
+
+// ---- the per-type protocol cache -------------------------------------------------------------
+
+struct type_entry {
+  PyTypeObject* type = nullptr;  // a strong reference: a cached type is never freed and reused
+  std::uint32_t protocols = 0;   // what the type offers
+  const dl_exchange_api* exchange = nullptr;
+};
+
+inline PyObject* interned(const char* s) noexcept {
+  return PyUnicode_InternFromString(s);  // callers keep the result in a function-local static
+}
+
+// The exchange API table of a type: a capsule "dlpack_exchange_api" (PyTorch) or an int address
+// (the DLPack 1.2 spelling __c_dlpack_exchange_api__). nullptr when absent or of another major.
+inline const dl_exchange_api* find_exchange_api(PyTypeObject* type) noexcept {
+  static PyObject* const names[2] = {interned("__dlpack_c_exchange_api__"),
+                                     interned("__c_dlpack_exchange_api__")};
+  for (PyObject* name : names) {
+    if (!name) continue;
+    PyObject* attr = PyObject_GetAttr(reinterpret_cast<PyObject*>(type), name);
+    if (!attr) {
+      PyErr_Clear();
+      continue;
+    }
+    const void* table = nullptr;
+    if (PyCapsule_CheckExact(attr))
+      table = PyCapsule_GetPointer(attr, "dlpack_exchange_api");
+    else if (PyLong_Check(attr))
+      table = PyLong_AsVoidPtr(attr);
+    Py_DECREF(attr);
+    if (!table) {
+      PyErr_Clear();
+      continue;
+    }
+    auto* api = static_cast<const dl_exchange_api*>(table);
+    if (api->header.version.major == 1 && api->managed_tensor_from_py_object_no_sync &&
+        api->current_work_stream)
+      return api;
+  }
+  return nullptr;
+}
+
+inline bool type_has(PyTypeObject* type, const char* attr) noexcept {
+  int has = PyObject_HasAttrString(reinterpret_cast<PyObject*>(type), attr);
+  return has == 1;
+}
+
+inline type_entry describe_type(PyTypeObject* type, const arrayport_python_api_t* api) noexcept {
+  type_entry e;
+  e.type = type;
+  if (api && type == api->array_type) {
+    e.protocols = protocol_array;
+    return e;
+  }
+  if ((e.exchange = find_exchange_api(type))) e.protocols |= protocol_exchange;
+  if (type->tp_as_buffer && type->tp_as_buffer->bf_getbuffer) e.protocols |= protocol_buffer;
+  if (type_has(type, "__dlpack__")) e.protocols |= protocol_dlpack;
+  if (type_has(type, "__cuda_array_interface__")) e.protocols |= protocol_cai;
+  return e;
+}
+
+// A small cache, per extension module, of what each producer type offers. Types are few (one per
+// array library); past the capacity, lookups still work, uncached.
+inline type_entry lookup_type(PyTypeObject* type) {
+  constexpr int capacity = 32;
+  static type_entry cache[capacity];
+  static int used = 0;
+  for (int i = 0; i < used; ++i)
+    if (cache[i].type == type) return cache[i];
+  const arrayport_python_api_t* api = loaded_api();
+  type_entry e = describe_type(type, api);
+  // Array is only recognisable once _core is loaded; a type seen before that is never an Array.
+  if (used < capacity) {
+    Py_INCREF(type);
+    cache[used++] = e;
+  }
+  return e;
+}
+
+// ---- messages ------------------------------------------------------------------------------
+
+inline std::string type_name(PyObject* obj) {
+  PyTypeObject* t = Py_TYPE(obj);
+  PyObject* module = PyObject_GetAttrString(reinterpret_cast<PyObject*>(t), "__module__");
+  std::string name;
+  if (module && PyUnicode_Check(module)) {
+    const char* m = PyUnicode_AsUTF8(module);
+    if (m && std::strcmp(m, "builtins") != 0) name = std::string(m) + ".";
+  }
+  Py_XDECREF(module);
+  PyErr_Clear();
+  const char* dot = std::strrchr(t->tp_name, '.');
+  return name + (dot && !name.empty() ? dot + 1 : t->tp_name);
+}
+
+inline std::string shape_string(const std::int64_t* shape, int ndim) {
+  std::string s = "(";
+  for (int i = 0; i < ndim; ++i) {
+    s += shape[i] < 0 ? std::string("*") : std::to_string(shape[i]);
+    if (ndim == 1 || i + 1 < ndim) s += ndim == 1 ? "," : ", ";
+  }
+  return s + ")";
+}
+
+[[noreturn]] inline void fail_type(const constraints& c, PyObject* obj, const std::string& msg) {
+  throw type_error(std::string(c.name) + ": " + msg + " (from " + type_name(obj) + ")");
+}
+[[noreturn]] inline void fail_value(const constraints& c, PyObject* obj, const std::string& msg) {
+  throw value_error(std::string(c.name) + ": " + msg + " (from " + type_name(obj) + ")");
+}
+[[noreturn]] inline void fail_buffer(const constraints& c, PyObject* obj, const std::string& msg) {
+  throw buffer_error(std::string(c.name) + ": " + msg + " (from " + type_name(obj) + ")");
+}
+
+// ---- checks shared by every protocol ---------------------------------------------------------
+
+// Shape and strides a producer handed over: non-negative extents, a rank arrayport supports, data
+// present when there are elements, and every reachable byte offset representable.
+inline void check_geometry(const constraints& c, PyObject* obj, const arrayport_view_t& v) {
+  if (v.ndim < 0 || v.ndim > ARRAYPORT_MAX_NDIM)
+    fail_value(c, obj, "expected at most " + std::to_string(ARRAYPORT_MAX_NDIM) +
+                           " dimensions, got " + std::to_string(v.ndim));
+  bool empty = false;
+  for (int i = 0; i < v.ndim; ++i) {
+    if (v.shape[i] < 0)
+      fail_value(c, obj, "expected non-negative extents, got shape " +
+                             shape_string(v.shape, v.ndim));
+    if (v.shape[i] == 0) empty = true;
+  }
+  if (empty) return;
+  // The farthest element from `data`, in bytes, must fit in int64 (and so in the address space).
+  const auto itemsize = static_cast<std::int64_t>(arrayport::dtype::from_c(v.dtype).itemsize());
+  std::int64_t lo = 0, hi = 0;
+  for (int i = 0; i < v.ndim; ++i) {
+    std::int64_t span = 0;
+    if (__builtin_mul_overflow(v.shape[i] - 1, v.strides[i], &span) ||
+        __builtin_mul_overflow(span, itemsize, &span) ||
+        (span >= 0 ? __builtin_add_overflow(hi, span, &hi) : __builtin_add_overflow(lo, span, &lo)))
+      fail_value(c, obj, "shape " + shape_string(v.shape, v.ndim) +
+                             " and its strides address more than 2^63 bytes");
+  }
+  if (!v.data) fail_value(c, obj, "data pointer is NULL but the array has elements");
+}
+
+inline bool contiguous(const arrayport_view_t& v, bool c_order) noexcept {
+  std::int64_t expected = 1;
+  for (int k = 0; k < v.ndim; ++k) {
+    const int i = c_order ? v.ndim - 1 - k : k;
+    if (v.shape[i] == 0) return true;
+    if (v.shape[i] != 1 && v.strides[i] != expected) return false;
+    expected *= v.shape[i];
+  }
+  return true;
+}
+
+inline void check_constraints(const constraints& c, PyObject* obj, arrayport_view_t& v) {
+  if (c.n_dtypes) {
+    const arrayport::dtype got = arrayport::dtype::from_c(v.dtype);
+    bool ok = false;
+    for (std::size_t i = 0; i < c.n_dtypes && !ok; ++i) ok = c.dtypes[i] == got;
+    if (!ok) {
+      std::string expected;
+      for (std::size_t i = 0; i < c.n_dtypes; ++i)
+        expected += (i ? (i + 1 == c.n_dtypes ? " or " : ", ") : "") +
+                    std::string(c.dtypes[i].name());
+      fail_type(c, obj, "expected dtype " + expected + ", got " + arrayport::detail::describe(got));
+    }
+  }
+  if (c.ndim >= 0 && v.ndim != c.ndim)
+    fail_type(c, obj, "expected a " + std::to_string(c.ndim) + "-dimensional array, got " +
+                          std::to_string(v.ndim) + " dimensions (shape " +
+                          shape_string(v.shape, v.ndim) + ")");
+  if (c.shape && c.ndim >= 0) {
+    for (int i = 0; i < c.ndim; ++i)
+      if (c.shape[i] >= 0 && c.shape[i] != v.shape[i])
+        fail_value(c, obj, "expected shape " + shape_string(c.shape, c.ndim) + ", got " +
+                               shape_string(v.shape, v.ndim));
+  }
+  if (c.layout == order::c && !contiguous(v, true))
+    fail_value(c, obj, "expected a C-contiguous array, got strides that are not");
+  if (c.layout == order::f && !contiguous(v, false))
+    fail_value(c, obj, "expected a Fortran-contiguous array, got strides that are not");
+  if (c.where != reach::any) {
+    auto kind = static_cast<memory_kind>(v.memory_kind);
+    const bool host_needed = c.where == reach::host;
+    bool ok = host_needed ? is_host_accessible(kind) : is_device_accessible(kind);
+    if (!ok && kind == memory_kind::host && v.data) {
+      // Host memory from the buffer protocol or DLPack kCPU may really be pinned or managed
+      // memory (a NumPy view of an arrayport array): ask CUDA before refusing it.
+      const runtime::pointer_info info = runtime::query_pointer(v.data);
+      if (info.kind != memory_kind::host) {
+        v.memory_kind = static_cast<std::uint32_t>(info.kind);
+        v.device = dlpack_device(info.kind, info.device < 0 ? 0 : info.device);
+        ok = true;
+      }
+    }
+    if (!ok)
+      fail_value(c, obj, std::string("expected memory reachable from the ") +
+                             (host_needed ? "host" : "device") + ", got " +
+                             std::string(to_string(kind)) + " memory");
+  }
+  if (c.writable && (v.flags & ARRAYPORT_VIEW_READONLY))
+    fail_buffer(c, obj, "expected a writable array, got a read-only one");
+}
+
+// ---- DLPack tensors (from __dlpack__ capsules and the exchange API) --------------------------
+
+inline memory_kind kind_of_dl_device(const constraints& c, PyObject* obj, arrayport_device_t d) {
+  switch (d.device_type) {
+    case ARRAYPORT_DEVICE_CPU: return memory_kind::host;
+    case ARRAYPORT_DEVICE_CUDA: return memory_kind::device;
+    case ARRAYPORT_DEVICE_CUDA_HOST: return memory_kind::pinned;
+    case ARRAYPORT_DEVICE_CUDA_MANAGED: return memory_kind::managed;
+  }
+  fail_value(c, obj, "unsupported DLPack device type " + std::to_string(d.device_type) +
+                         ": expected kDLCPU (1), kDLCUDA (2), kDLCUDAHost (3) or kDLCUDAManaged (13)");
+}
+
+inline void check_dl_dtype(const constraints& c, PyObject* obj, arrayport_dtype_t dt) {
+  const arrayport::dtype d = arrayport::dtype::from_c(dt);
+  if (!arrayport::is_supported(d))
+    fail_type(c, obj, "unsupported DLPack dtype " + arrayport::detail::describe(d) +
+                          ": expected one of " + std::string(arrayport::detail::supported_dtype_names));
+}
+
+// DLPack stream argument for a consumer stream (the protocol spells the legacy default stream 1).
+inline PyObject* dlpack_stream_arg(stream_handle s) noexcept {
+  return s ? PyLong_FromVoidPtr(s) : PyLong_FromLong(1);
+}
+
+}  // namespace detail
+
+/// Acquires a view of `obj`. Throws type_error / value_error / buffer_error for arrays that do not
+/// meet `c` (or that no protocol describes), error_already_set when the producer raised.
+acquired acquire(PyObject* obj, const constraints& c = {}, const acquire_options& o = {});
+
+// ---------------------------------------------------------------------------------------------
+// Implementation
+
+inline void acquired::release() noexcept {
+  switch (m_source) {
+    case source::buffer:
+      PyBuffer_Release(&m_buffer);
+      break;
+    case source::dlpack_legacy: {
+      auto* t = static_cast<arrayport_dl_managed_tensor_t*>(m_managed);
+      if (t && t->deleter) t->deleter(t);
+      break;
+    }
+    case source::dlpack_versioned: {
+      auto* t = static_cast<arrayport_dl_managed_tensor_versioned_t*>(m_managed);
+      if (t && t->deleter) t->deleter(t);
+      break;
+    }
+    case source::reference:
+    case source::none:
+      break;
+  }
+  m_managed = nullptr;
+  m_source = source::none;
+  Py_CLEAR(m_owner);
+  std::free(m_heap);
+  m_heap = nullptr;
+  reset_view();
+}
+
+struct detail_access {
+  // Fills the view from a DLTensor (strides may be NULL: compact row-major; byte_offset applied).
+  static void from_dl_tensor(acquired& a, const constraints& c, PyObject* obj,
+                             const arrayport_dl_tensor_t& t, bool readonly) {
+    if (t.ndim < 0 || t.ndim > ARRAYPORT_MAX_NDIM)
+      detail::fail_value(c, obj, "expected at most " + std::to_string(ARRAYPORT_MAX_NDIM) +
+                                     " dimensions, got " + std::to_string(t.ndim));
+    if (t.ndim > 0 && !t.shape) detail::fail_value(c, obj, "DLPack tensor has a NULL shape");
+    detail::check_dl_dtype(c, obj, t.dtype);
+    const memory_kind kind = detail::kind_of_dl_device(c, obj, t.device);
+    std::int64_t* ext = a.extents(t.ndim);
+    std::int64_t stride = 1;
+    for (int i = t.ndim; i-- > 0;) {
+      ext[i] = t.shape[i];
+      ext[t.ndim + i] = t.strides ? t.strides[i] : stride;
+      stride *= t.shape[i] > 0 ? t.shape[i] : 1;
+    }
+    arrayport_view_t& v = a.m_view;
+    v.data = t.data ? static_cast<char*>(t.data) + t.byte_offset : nullptr;
+    v.ndim = t.ndim;
+    v.shape = ext;
+    v.strides = ext + t.ndim;
+    v.dtype = t.dtype;
+    v.memory_kind = static_cast<std::uint32_t>(kind);
+    v.device = dlpack_device(kind, t.device.device_id);
+    v.flags = readonly ? ARRAYPORT_VIEW_READONLY : 0u;
+    v.owner = obj;
+  }
+
+  static void from_array(acquired& a, PyObject* obj, const arrayport_python_api_t& api) {
+    a.m_view = *reinterpret_cast<const arrayport_view_t*>(reinterpret_cast<const char*>(obj) +
+                                                           api.array_view_offset);
+    a.m_view.owner = obj;
+    a.m_source = acquired::source::reference;
+  }
+
+  static void from_buffer(acquired& a, const constraints& c, PyObject* obj) {
+    int flags = PyBUF_RECORDS_RO | (c.writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, &a.m_buffer, flags) != 0) {
+      if (c.writable && PyErr_ExceptionMatches(PyExc_BufferError)) {
+        // Read-only data refuses PyBUF_WRITABLE with the exporter's own words: say it ours.
+        PyObject *type, *value, *trace;
+        PyErr_Fetch(&type, &value, &trace);
+        if (PyObject_GetBuffer(obj, &a.m_buffer, PyBUF_RECORDS_RO) == 0) {
+          PyBuffer_Release(&a.m_buffer);
+          Py_XDECREF(type);
+          Py_XDECREF(value);
+          Py_XDECREF(trace);
+          detail::fail_buffer(c, obj, "expected a writable array, got a read-only one");
+        }
+        PyErr_Clear();
+        PyErr_Restore(type, value, trace);
+      }
+      throw error_already_set();
+    }
+    a.m_source = acquired::source::buffer;
+    const Py_buffer& b = a.m_buffer;
+    arrayport::dtype dt;
+    try {
+      dt = parse_buffer_format(b.format, static_cast<std::size_t>(b.itemsize));
+    } catch (const type_error& e) {
+      detail::fail_type(c, obj, e.what());
+    } catch (const value_error& e) {
+      detail::fail_value(c, obj, e.what());
+    }
+    std::int64_t* ext = a.extents(b.ndim);
+    std::int64_t stride = 1;
+    for (int i = b.ndim; i-- > 0;) {
+      ext[i] = b.shape ? b.shape[i] : b.len / b.itemsize;
+      if (b.strides) {
+        if (b.strides[i] % b.itemsize != 0)
+          detail::fail_value(c, obj, "stride " + std::to_string(b.strides[i]) + " of axis " +
+                                         std::to_string(i) + " is not a multiple of the itemsize " +
+                                         std::to_string(b.itemsize));
+        ext[b.ndim + i] = b.strides[i] / b.itemsize;
+      } else {
+        ext[b.ndim + i] = stride;
+      }
+      stride *= ext[i];
+    }
+    arrayport_view_t& v = a.m_view;
+    v.data = b.buf;
+    v.ndim = b.ndim;
+    v.shape = ext;
+    v.strides = ext + b.ndim;
+    v.dtype = dt.to_c();
+    v.memory_kind = static_cast<std::uint32_t>(memory_kind::host);
+    v.device = {ARRAYPORT_DEVICE_CPU, 0};
+    v.flags = b.readonly ? ARRAYPORT_VIEW_READONLY : 0u;
+    v.owner = obj;
+  }
+
+  static void from_dlpack(acquired& a, const constraints& c, PyObject* obj, stream_handle consumer,
+                          bool sync) {
+    static PyObject* const dlpack_name = detail::interned("__dlpack__");
+    static PyObject* const device_name = detail::interned("__dlpack_device__");
+    static PyObject* const kwnames_versioned = Py_BuildValue("(ss)", "stream", "max_version");
+    static PyObject* const kwnames_legacy = Py_BuildValue("(s)", "stream");
+    static PyObject* const max_version =
+        Py_BuildValue("(ii)", ARRAYPORT_DLPACK_MAJOR_VERSION, ARRAYPORT_DLPACK_MINOR_VERSION);
+    if (!dlpack_name || !device_name || !kwnames_versioned || !kwnames_legacy || !max_version)
+      throw error_already_set();
+
+    // The stream argument depends on the device: None for CPU data, the consumer's for CUDA.
+    PyObject* stream_arg = Py_None;
+    Py_INCREF(stream_arg);
+    if (sync) {
+      PyObject* args[1] = {obj};
+      PyObject* dev = PyObject_VectorcallMethod(device_name, args, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, nullptr);
+      if (!dev) {
+        Py_DECREF(stream_arg);
+        throw error_already_set();
+      }
+      long type = PyTuple_Check(dev) && PyTuple_GET_SIZE(dev) == 2
+                      ? PyLong_AsLong(PyTuple_GET_ITEM(dev, 0)) : -1;
+      Py_DECREF(dev);
+      if (type == -1 && PyErr_Occurred()) PyErr_Clear();
+      if (type == ARRAYPORT_DEVICE_CUDA || type == ARRAYPORT_DEVICE_CUDA_MANAGED) {
+        Py_DECREF(stream_arg);
+        stream_arg = detail::dlpack_stream_arg(consumer);
+        if (!stream_arg) throw error_already_set();
+      }
+    }
+    // Versioned first; a producer that predates DLPack 1.0 raises TypeError on max_version.
+    PyObject* args[3] = {obj, stream_arg, max_version};
+    PyObject* capsule = PyObject_VectorcallMethod(dlpack_name, args, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET,
+                                                  kwnames_versioned);
+    if (!capsule && PyErr_ExceptionMatches(PyExc_TypeError)) {
+      PyErr_Clear();
+      capsule = PyObject_VectorcallMethod(dlpack_name, args, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET,
+                                          kwnames_legacy);
+    }
+    Py_DECREF(stream_arg);
+    if (!capsule) throw error_already_set();
+
+    // Take ownership: rename the capsule so that its destructor leaves the tensor to us, and
+    // call the deleter exactly once, in release().
+    if (PyCapsule_IsValid(capsule, "dltensor_versioned")) {
+      auto* t = static_cast<arrayport_dl_managed_tensor_versioned_t*>(
+          PyCapsule_GetPointer(capsule, "dltensor_versioned"));
+      PyCapsule_SetName(capsule, "used_dltensor_versioned");
+      Py_DECREF(capsule);
+      a.m_managed = t;
+      a.m_source = acquired::source::dlpack_versioned;
+      if (!t) detail::fail_value(c, obj, "__dlpack__ returned a capsule holding NULL");
+      if (t->version.major != ARRAYPORT_DLPACK_MAJOR_VERSION)
+        detail::fail_buffer(c, obj, "unsupported DLPack version " + std::to_string(t->version.major) +
+                                        "." + std::to_string(t->version.minor) + ": expected 1.x");
+      from_dl_tensor(a, c, obj, t->dl_tensor, (t->flags & ARRAYPORT_DLPACK_FLAG_READ_ONLY) != 0);
+    } else if (PyCapsule_IsValid(capsule, "dltensor")) {
+      auto* t = static_cast<arrayport_dl_managed_tensor_t*>(PyCapsule_GetPointer(capsule, "dltensor"));
+      PyCapsule_SetName(capsule, "used_dltensor");
+      Py_DECREF(capsule);
+      a.m_managed = t;
+      a.m_source = acquired::source::dlpack_legacy;
+      if (!t) detail::fail_value(c, obj, "__dlpack__ returned a capsule holding NULL");
+      from_dl_tensor(a, c, obj, t->dl_tensor, false);
+    } else {
+      const char* name = PyCapsule_CheckExact(capsule) ? PyCapsule_GetName(capsule) : nullptr;
+      std::string got = name ? "a capsule named '" + std::string(name) + "'"
+                             : "a " + detail::type_name(capsule);
+      PyErr_Clear();
+      Py_DECREF(capsule);
+      detail::fail_value(c, obj, "__dlpack__ returned " + got +
+                                     ": expected a capsule named 'dltensor_versioned' or 'dltensor'");
+    }
+  }
+
+  static void from_exchange(acquired& a, const constraints& c, PyObject* obj,
+                            const detail::dl_exchange_api& api, stream_handle consumer, bool sync,
+                            bool call_scoped) {
+    if (call_scoped && api.dltensor_from_py_object_no_sync) {
+      // Non-owning: the producer keeps shape/strides/data alive while the object lives and is not
+      // resized; we hold the object and copy the extents.
+      arrayport_dl_tensor_t t{};
+      if (api.dltensor_from_py_object_no_sync(obj, &t) != 0) throw error_already_set();
+      a.m_source = acquired::source::reference;
+      from_dl_tensor(a, c, obj, t, false);
+    } else {
+      arrayport_dl_managed_tensor_versioned_t* t = nullptr;
+      if (api.managed_tensor_from_py_object_no_sync(obj, &t) != 0) throw error_already_set();
+      a.m_managed = t;
+      a.m_source = acquired::source::dlpack_versioned;
+      if (!t) detail::fail_value(c, obj, "the DLPack exchange API returned NULL");
+      from_dl_tensor(a, c, obj, t->dl_tensor, (t->flags & ARRAYPORT_DLPACK_FLAG_READ_ONLY) != 0);
+    }
+    const arrayport_view_t& v = a.m_view;
+    const int device_type = v.device.device_type;
+    if (sync && (device_type == ARRAYPORT_DEVICE_CUDA || device_type == ARRAYPORT_DEVICE_CUDA_MANAGED)) {
+      // The exchange API does no synchronisation: order the producer's current stream before ours.
+      void* producer = nullptr;
+      if (api.current_work_stream(ARRAYPORT_DEVICE_CUDA, v.device.device_id, &producer) != 0)
+        throw error_already_set();
+      runtime::order_streams(producer, consumer, v.device.device_id);
+    }
+  }
+
+  static void from_cai(acquired& a, const constraints& c, PyObject* obj, stream_handle consumer,
+                       bool sync) {
+    static PyObject* const cai_name = detail::interned("__cuda_array_interface__");
+    if (!cai_name) throw error_already_set();
+    PyObject* d = PyObject_GetAttr(obj, cai_name);
+    if (!d) throw error_already_set();
+    struct dict_ref {
+      PyObject* p;
+      ~dict_ref() { Py_DECREF(p); }
+    } hold{d};
+    if (!PyDict_Check(d))
+      detail::fail_value(c, obj, "__cuda_array_interface__ is a " + detail::type_name(d) +
+                                     ", expected a dict");
+    auto item = [&](const char* key, bool required) -> PyObject* {
+      PyObject* v = PyDict_GetItemString(d, key);  // borrowed
+      if (!v && required)
+        detail::fail_value(c, obj, std::string("__cuda_array_interface__ has no '") + key + "' key");
+      return v;
+    };
+    auto as_int = [&](PyObject* v, const char* what) -> long long {
+      if (!PyLong_Check(v))
+        detail::fail_value(c, obj, std::string("__cuda_array_interface__['") + what +
+                                       "'] holds a " + detail::type_name(v) + ", expected an int");
+      long long x = PyLong_AsLongLong(v);
+      if (x == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        detail::fail_value(c, obj, std::string("__cuda_array_interface__['") + what +
+                                       "'] does not fit in 64 bits");
+      }
+      return x;
+    };
+    PyObject* version = item("version", true);
+    const long long ver = as_int(version, "version");
+    if (ver < 0 || ver > 3)
+      detail::fail_value(c, obj, "unsupported __cuda_array_interface__ version " +
+                                     std::to_string(ver) + ": expected 0 to 3");
+    PyObject* mask = item("mask", false);
+    if (mask && mask != Py_None)
+      detail::fail_value(c, obj, "masked arrays are not supported: expected "
+                                 "__cuda_array_interface__['mask'] to be None");
+    PyObject* shape = item("shape", true);
+    if (!PyTuple_Check(shape))
+      detail::fail_value(c, obj, "__cuda_array_interface__['shape'] is a " + detail::type_name(shape) +
+                                     ", expected a tuple of ints");
+    const Py_ssize_t ndim = PyTuple_GET_SIZE(shape);
+    if (ndim > ARRAYPORT_MAX_NDIM)
+      detail::fail_value(c, obj, "expected at most " + std::to_string(ARRAYPORT_MAX_NDIM) +
+                                     " dimensions, got " + std::to_string(ndim));
+    PyObject* typestr = item("typestr", true);
+    if (!PyUnicode_Check(typestr))
+      detail::fail_value(c, obj, "__cuda_array_interface__['typestr'] is a " +
+                                     detail::type_name(typestr) + ", expected a str");
+    arrayport::dtype dt;
+    try {
+      dt = parse_typestr(PyUnicode_AsUTF8(typestr));
+    } catch (const type_error& e) {
+      detail::fail_type(c, obj, e.what());
+    } catch (const value_error& e) {
+      detail::fail_value(c, obj, e.what());
+    }
+    PyObject* data = item("data", true);
+    if (!PyTuple_Check(data) || PyTuple_GET_SIZE(data) != 2)
+      detail::fail_value(c, obj, "__cuda_array_interface__['data'] must be a tuple (ptr, readonly)");
+    const long long ptr = as_int(PyTuple_GET_ITEM(data, 0), "data");
+    const int readonly = PyObject_IsTrue(PyTuple_GET_ITEM(data, 1));
+    if (readonly < 0) throw error_already_set();
+    PyObject* strides = item("strides", false);
+    if (strides && strides != Py_None && (!PyTuple_Check(strides) || PyTuple_GET_SIZE(strides) != ndim))
+      detail::fail_value(c, obj, "__cuda_array_interface__['strides'] must be None or a tuple of " +
+                                     std::to_string(ndim) + " ints");
+    std::int64_t* ext = a.extents(static_cast<int>(ndim));
+    const auto itemsize = static_cast<long long>(dt.itemsize());
+    std::int64_t stride = 1;
+    for (Py_ssize_t i = ndim; i-- > 0;) {
+      ext[i] = as_int(PyTuple_GET_ITEM(shape, i), "shape");
+      if (strides && strides != Py_None) {
+        const long long s = as_int(PyTuple_GET_ITEM(strides, i), "strides");
+        if (s % itemsize != 0)
+          detail::fail_value(c, obj, "stride " + std::to_string(s) + " of axis " + std::to_string(i) +
+                                         " is not a multiple of the itemsize " + std::to_string(itemsize));
+        ext[ndim + i] = s / itemsize;
+      } else {
+        ext[ndim + i] = stride;
+      }
+      stride *= ext[i] > 0 ? ext[i] : 1;
+    }
+    arrayport_view_t& v = a.m_view;
+    v.data = reinterpret_cast<void*>(static_cast<std::uintptr_t>(ptr));
+    v.ndim = static_cast<std::int32_t>(ndim);
+    v.shape = ext;
+    v.strides = ext + ndim;
+    v.dtype = dt.to_c();
+    v.flags = readonly ? ARRAYPORT_VIEW_READONLY : 0u;
+    v.owner = obj;
+    a.m_source = acquired::source::reference;
+    // CAI says only "device-accessible": ask CUDA whether it is device, managed or pinned memory.
+    const runtime::pointer_info info = runtime::query_pointer(v.data);
+    const memory_kind kind = info.kind == memory_kind::host ? memory_kind::device : info.kind;
+    v.memory_kind = static_cast<std::uint32_t>(kind);
+    v.device = dlpack_device(kind, info.device < 0 ? 0 : info.device);
+
+    PyObject* stream = item("stream", false);  // v3: where the data is ready; None: no sync needed
+    if (sync && stream && stream != Py_None) {
+      const long long s = as_int(stream, "stream");
+      if (s == 0)
+        detail::fail_value(c, obj, "__cuda_array_interface__['stream'] is 0, which the protocol "
+                                   "disallows: expected None, 1 (legacy default), 2 (per-thread "
+                                   "default) or a stream handle");
+      stream_handle producer = s == 1 ? nullptr : reinterpret_cast<stream_handle>(static_cast<std::uintptr_t>(s));
+      runtime::order_streams(producer, consumer, info.device);
+    }
+  }
+};
+
+inline acquired acquire(PyObject* obj, const constraints& c, const acquire_options& o) {
+  if (!obj) throw value_error(std::string(c.name) + ": expected an array, got NULL");
+  acquired a;
+  const detail::type_entry type = detail::lookup_type(Py_TYPE(obj));
+  std::uint32_t available = type.protocols;
+  if (!available) {
+    // Duck-typed objects may carry the interface as an instance attribute (not cacheable).
+    if (PyObject_HasAttrString(obj, "__dlpack__") == 1) available |= protocol_dlpack;
+    if (PyObject_HasAttrString(obj, "__cuda_array_interface__") == 1) available |= protocol_cai;
+  }
+  const std::uint32_t offered = available & o.protocols;
+  if (!offered) {
+    std::string what = available ? "none of the protocols allowed here"
+                                      : "no array protocol (buffer protocol, __dlpack__ or "
+                                        "__cuda_array_interface__)";
+    throw type_error(std::string(c.name) + ": expected an array, got " + detail::type_name(obj) +
+                     ", which offers " + what);
+  }
+  Py_INCREF(obj);
+  a.m_owner = obj;
+  a.m_source = acquired::source::reference;
+  stream_handle consumer = o.stream_given ? o.stream : current_stream();
+  if (offered & protocol_array) {
+    detail_access::from_array(a, obj, *loaded_api());
+    a.m_protocol = protocol_array;
+  } else if (offered & protocol_exchange) {
+    detail_access::from_exchange(a, c, obj, *type.exchange, consumer, o.sync, o.call_scoped);
+    a.m_protocol = protocol_exchange;
+  } else if (offered & protocol_buffer) {
+    detail_access::from_buffer(a, c, obj);
+    a.m_protocol = protocol_buffer;
+  } else if (offered & protocol_dlpack) {
+    detail_access::from_dlpack(a, c, obj, consumer, o.sync);
+    a.m_protocol = protocol_dlpack;
+  } else {
+    detail_access::from_cai(a, c, obj, consumer, o.sync);
+    a.m_protocol = protocol_cai;
+  }
+  if (a.m_protocol != protocol_array) detail::check_geometry(c, obj, a.m_view);
+  detail::check_constraints(c, obj, a.m_view);
+  return a;
+}
+
+/// Constraints for a typed view parameter: its dtype, rank, space and constness.
+template <class T, std::size_t Rank, class Space>
+struct typed_constraints {
+  static constexpr arrayport::dtype dtype = dtype_of<std::remove_cv_t<T>>;
+  static constraints make(const char* name) noexcept {
+    constraints c;
+    c.name = name;
+    c.dtypes = &dtype;
+    c.n_dtypes = 1;
+    c.ndim = static_cast<int>(Rank);
+    c.where = std::is_same_v<Space, device_space> ? reach::device
+              : std::is_same_v<Space, host_space> ? reach::host
+                                                  : reach::any;
+    c.writable = !std::is_const_v<T>;
+    return c;
+  }
+};
+
+}  // namespace arrayport::python

@@ -1,0 +1,125 @@
+// C++ access to arrayport._core's C API (api.h): the Array type, the current stream, errors.
+//
+// Header-only and CPython-API-only, so that any extension (nanobind, pybind11, raw C API, Cython
+// through api.h) shares the one Array type and the one current stream with arrayport._core.
+#pragma once
+
+#include <arrayport/python/api.h>
+
+#include <arrayport/error.hpp>
+#include <arrayport/memory_kind.hpp>
+
+#include <exception>
+#include <new>
+
+namespace arrayport::python {
+
+/// Thrown by the bridge when a Python exception is already set (a producer's __dlpack__ raised,
+/// an attribute lookup failed): the caller returns to Python with that error.
+class error_already_set : public std::exception {
+ public:
+  const char* what() const noexcept override { return "a Python exception is set"; }
+};
+
+namespace detail {
+
+// One cached table per extension module (the header is compiled into each; symbols are hidden).
+inline const arrayport_python_api_t*& api_slot() noexcept {
+  static const arrayport_python_api_t* slot = nullptr;
+  return slot;
+}
+
+inline const arrayport_python_api_t* api_from_module(PyObject* module) noexcept {
+  PyObject* capsule = PyObject_GetAttrString(module, "_C_API");
+  if (!capsule) return nullptr;
+  auto* table = static_cast<const arrayport_python_api_t*>(
+      PyCapsule_GetPointer(capsule, ARRAYPORT_PYTHON_API_CAPSULE));
+  Py_DECREF(capsule);
+  if (!table) return nullptr;
+  if (table->abi_major != ARRAYPORT_PYTHON_API_MAJOR) {
+    PyErr_Format(PyExc_ImportError,
+                 "arrayport._core exports C API version %u.%u, but this extension was built "
+                 "against version %d.%d: rebuild it against the installed arrayport",
+                 table->abi_major, table->abi_minor, ARRAYPORT_PYTHON_API_MAJOR,
+                 ARRAYPORT_PYTHON_API_MINOR);
+    return nullptr;
+  }
+  return table;
+}
+
+}  // namespace detail
+
+/// The API table if arrayport._core is already imported, else nullptr (no Array can exist and no
+/// stream can be current before it is). Never imports and never leaves a Python error set.
+inline const arrayport_python_api_t* loaded_api() noexcept {
+  const arrayport_python_api_t*& slot = detail::api_slot();
+  if (slot) return slot;
+  static PyObject* const name = PyUnicode_InternFromString("arrayport._core");  // kept for good
+  PyObject* module = name ? PyImport_GetModule(name) : nullptr;  // sys.modules only: no import
+  if (!module) {
+    PyErr_Clear();
+    return nullptr;
+  }
+  slot = detail::api_from_module(module);
+  Py_DECREF(module);
+  if (!slot) PyErr_Clear();
+  return slot;
+}
+
+/// The API table, importing arrayport._core if needed. Throws error_already_set on failure.
+inline const arrayport_python_api_t& import_api() {
+  if (const arrayport_python_api_t* table = loaded_api()) return *table;
+  PyObject* module = PyImport_ImportModule("arrayport._core");
+  if (!module) throw error_already_set();
+  const arrayport_python_api_t* table = detail::api_from_module(module);
+  Py_DECREF(module);
+  if (!table) throw error_already_set();
+  detail::api_slot() = table;
+  return *table;
+}
+
+/// The calling thread's current arrayport stream (what `with arrayport.cuda.Stream():` made
+/// current in Python), so that C++ code launched from Python runs where the caller expects.
+/// nullptr (the legacy default stream) when none was set or arrayport._core is not loaded.
+inline stream_handle current_stream() noexcept {
+  const arrayport_python_api_t* table = loaded_api();
+  if (!table) return nullptr;
+  void* stream = nullptr;
+  int device = -1;
+  table->current_stream(&stream, &device);
+  return stream;
+}
+
+/// Sets the Python exception for the C++ exception being handled (call inside a catch block):
+/// arrayport's exception types map as error.hpp describes, bad_alloc to MemoryError.
+inline void set_error_from_current_exception() noexcept {
+  try {
+    throw;
+  } catch (const error_already_set&) {
+    if (!PyErr_Occurred())
+      PyErr_SetString(PyExc_SystemError, "arrayport: an error was reported but none is set");
+  } catch (const cuda_error& e) {
+    const arrayport_python_api_t* table = loaded_api();
+    PyObject* type = !table ? PyExc_RuntimeError
+                     : dynamic_cast<const out_of_memory*>(&e) ? table->out_of_memory_error
+                                                               : table->cuda_error;
+    PyErr_SetString(type, e.what());
+  } catch (const no_device_error& e) {
+    const arrayport_python_api_t* table = loaded_api();
+    PyErr_SetString(table ? table->no_device_error : PyExc_RuntimeError, e.what());
+  } catch (const type_error& e) {
+    PyErr_SetString(PyExc_TypeError, e.what());
+  } catch (const value_error& e) {
+    PyErr_SetString(PyExc_ValueError, e.what());
+  } catch (const buffer_error& e) {
+    PyErr_SetString(PyExc_BufferError, e.what());
+  } catch (const std::bad_alloc&) {
+    PyErr_NoMemory();
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  } catch (...) {
+    PyErr_SetString(PyExc_RuntimeError, "arrayport: unknown C++ exception");
+  }
+}
+
+}  // namespace arrayport::python

@@ -1,0 +1,129 @@
+// arrayport.view(obj): any array as an Array without a copy, through the bridge in
+// <arrayport/python/acquire.hpp>; and the C API that other extension modules import.
+#include "consume.hpp"
+
+#include "array.hpp"
+#include "current_stream.hpp"
+#include "errors.hpp"
+
+#include <arrayport/python/acquire.hpp>
+
+#include <nanobind/stl/string.h>
+
+#include <cstddef>
+#include <string>
+
+namespace nb = nanobind;
+
+namespace arrayport::ext {
+namespace {
+
+constexpr const char* holder_name = "arrayport.acquired";
+
+void holder_destructor(PyObject* capsule) noexcept {
+  delete static_cast<python::acquired*>(PyCapsule_GetPointer(capsule, holder_name));
+}
+
+std::uint32_t parse_protocol(nb::handle protocol) {
+  if (protocol.is_none()) return python::protocol_all;
+  const std::string name = nb::cast<std::string>(protocol);
+  if (name == "array") return python::protocol_array;
+  if (name == "exchange") return python::protocol_exchange;
+  if (name == "buffer") return python::protocol_buffer;
+  if (name == "dlpack") return python::protocol_dlpack;
+  if (name == "cai") return python::protocol_cai;
+  throw value_error("protocol: expected None, 'array', 'exchange', 'buffer', 'dlpack' or 'cai', "
+                    "got '" + name + "'");
+}
+
+const char* protocol_name(std::uint32_t p) {
+  switch (p) {
+    case python::protocol_array: return "array";
+    case python::protocol_exchange: return "exchange";
+    case python::protocol_buffer: return "buffer";
+    case python::protocol_dlpack: return "dlpack";
+    case python::protocol_cai: return "cai";
+  }
+  return "none";
+}
+
+python::acquired acquire_for_python(nb::handle obj, nb::handle stream, bool sync,
+                                    nb::handle protocol, bool call_scoped) {
+  python::acquire_options o;
+  o.stream = parse_stream(stream);
+  o.stream_given = true;
+  o.sync = sync;
+  o.call_scoped = call_scoped;
+  o.protocols = parse_protocol(protocol);
+  python::constraints c;
+  c.name = "obj";
+  try {
+    return python::acquire(obj.ptr(), c, o);
+  } catch (const python::error_already_set&) {
+    throw nb::python_error();
+  }
+}
+
+// The view as an Array owning the holder; an Array is returned as it is.
+nb::object view(nb::handle obj, nb::handle stream, bool sync, nb::handle protocol) {
+  if (is_array(obj.ptr()) && protocol.is_none()) return nb::borrow(obj);
+  python::acquired a = acquire_for_python(obj, stream, sync, protocol, false);
+  auto* held = new python::acquired(std::move(a));
+  PyObject* capsule = PyCapsule_New(held, holder_name, holder_destructor);
+  if (!capsule) {
+    delete held;
+    throw nb::python_error();
+  }
+  PyObject* array = array_from_view(&held->c_view(), capsule);
+  Py_DECREF(capsule);  // the Array holds it now (or, on failure, nobody does and it is freed)
+  if (!array) throw nb::python_error();
+  return nb::steal(array);
+}
+
+void current_stream_for_c(void** stream, int* device) {
+  const current_stream_state s = current_stream();
+  if (stream) *stream = s.handle;
+  if (device) *device = s.device;
+}
+
+arrayport_python_api_t g_api{};
+
+}  // namespace
+
+PyObject* acquired_producer(PyObject* base) noexcept {
+  if (!base || !PyCapsule_CheckExact(base)) return nullptr;
+  auto* held = static_cast<python::acquired*>(PyCapsule_GetPointer(base, holder_name));
+  if (!held) {
+    PyErr_Clear();
+    return nullptr;
+  }
+  return held->owner();
+}
+
+void register_consume(nb::module_& m) {
+  g_api.abi_major = ARRAYPORT_PYTHON_API_MAJOR;
+  g_api.abi_minor = ARRAYPORT_PYTHON_API_MINOR;
+  g_api.array_type = array_type;
+  g_api.array_view_offset = static_cast<Py_ssize_t>(offsetof(array_object, view));
+  g_api.current_stream = current_stream_for_c;
+  g_api.array_from_view = array_from_view;
+  g_api.cuda_error = m.attr("CudaError").ptr();
+  g_api.out_of_memory_error = m.attr("OutOfMemoryError").ptr();
+  g_api.no_device_error = m.attr("NoDeviceError").ptr();
+  m.attr("_C_API") = nb::steal(PyCapsule_New(&g_api, ARRAYPORT_PYTHON_API_CAPSULE, nullptr));
+
+  using namespace nb::literals;
+  m.def("view", &view, nb::arg("obj").none(), "stream"_a = nb::none(), nb::kw_only(), "sync"_a = true,
+        "protocol"_a = nb::none(),
+        "Any array (NumPy, CuPy, PyTorch, JAX, Numba, memoryview, ...) as an arrayport.Array "
+        "without a copy. The producer stays alive while the view lives; its pending work is "
+        "ordered before `stream` (default: the current stream) unless sync=False. protocol= "
+        "forces one exchange protocol: 'array', 'exchange', 'buffer', 'dlpack' or 'cai'.");
+  m.def("_acquire_protocol", [](nb::handle obj, nb::handle protocol) {
+          python::acquired a = acquire_for_python(obj, nb::none(), true, protocol, true);
+          return std::string(protocol_name(a.protocol_used()));
+        }, "obj"_a, "protocol"_a = nb::none(),
+        "The protocol the bridge picks for obj, acquiring and releasing it once (for tests).");
+}
+
+}  // namespace arrayport::ext

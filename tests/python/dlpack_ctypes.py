@@ -1,0 +1,130 @@
+"""A hand-made DLPack producer in ctypes, for tests: any field out of range, a counted deleter.
+
+NumPy only ever produces well-formed tensors; this one produces whatever a test asks for, so the
+consumer's checks (device, dtype, version, shape, NULL data, byte_offset, NULL strides) and its
+deleter discipline (exactly once, also on every error path) can be observed.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+_pyapi = ctypes.pythonapi
+_pyapi.PyCapsule_New.restype = ctypes.py_object
+_pyapi.PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+
+
+class DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class DLTensor(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", DLDevice),
+        ("ndim", ctypes.c_int32),
+        ("dtype", DLDataType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
+
+
+class DLPackVersion(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32)]
+
+
+class DLManagedTensorVersioned(ctypes.Structure):
+    pass
+
+
+_DELETER_V = ctypes.CFUNCTYPE(None, ctypes.POINTER(DLManagedTensorVersioned))
+DLManagedTensorVersioned._fields_ = [
+    ("version", DLPackVersion),
+    ("manager_ctx", ctypes.c_void_p),
+    ("deleter", _DELETER_V),
+    ("flags", ctypes.c_uint64),
+    ("dl_tensor", DLTensor),
+]
+
+
+class DLManagedTensor(ctypes.Structure):
+    pass
+
+
+_DELETER = ctypes.CFUNCTYPE(None, ctypes.POINTER(DLManagedTensor))
+DLManagedTensor._fields_ = [
+    ("dl_tensor", DLTensor),
+    ("manager_ctx", ctypes.c_void_p),
+    ("deleter", _DELETER),
+]
+
+
+class Producer:
+    """An object with __dlpack__ / __dlpack_device__ over a buffer it owns (or a raw address).
+
+    Every field can be overridden. `deleted` counts deleter calls: the consumer must make it
+    exactly the number of capsules it took.
+    """
+
+    def __init__(self, values=(1.0, 2.0, 3.0, 4.0), *, shape=None, strides=None, dtype=(2, 64, 1),
+                 device=(1, 0), version=(1, 1), versioned=True, readonly=False, byte_offset=0,
+                 data=None, ndim=None):
+        self.storage = (ctypes.c_double * max(len(values), 1))(*values)
+        self.shape_arr = (ctypes.c_int64 * max(len(shape or (len(values),)), 1))(*(shape or (len(values),)))
+        self.strides_arr = None if strides is None else (ctypes.c_int64 * len(strides))(*strides)
+        self.ndim = len(shape or (len(values),)) if ndim is None else ndim
+        self.dtype, self.device, self.version = dtype, device, version
+        self.versioned, self.readonly, self.byte_offset = versioned, readonly, byte_offset
+        self.data = ctypes.addressof(self.storage) if data is None else data
+        self.deleted = 0
+        self.exported = 0
+        self.streams = []
+        self._keep = []  # managed tensors and callbacks stay alive until the deleter ran
+
+    def _tensor(self) -> DLTensor:
+        t = DLTensor()
+        t.data = self.data
+        t.device = DLDevice(*self.device)
+        t.ndim = self.ndim
+        t.dtype = DLDataType(*self.dtype)
+        t.shape = ctypes.cast(self.shape_arr, ctypes.POINTER(ctypes.c_int64))
+        t.strides = (ctypes.cast(self.strides_arr, ctypes.POINTER(ctypes.c_int64))
+                     if self.strides_arr is not None else None)
+        t.byte_offset = self.byte_offset
+        return t
+
+    def __dlpack_device__(self):
+        return self.device
+
+    def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
+        self.streams.append(stream)
+        self.exported += 1
+        if self.versioned:
+            m = DLManagedTensorVersioned()
+            m.version = DLPackVersion(*self.version)
+            m.flags = 1 if self.readonly else 0
+            m.dl_tensor = self._tensor()
+
+            @_DELETER_V
+            def deleter(_ptr):
+                self.deleted += 1
+
+            m.deleter = deleter
+            name = b"dltensor_versioned"
+        else:
+            m = DLManagedTensor()
+            m.dl_tensor = self._tensor()
+
+            @_DELETER
+            def deleter(_ptr):
+                self.deleted += 1
+
+            m.deleter = deleter
+            name = b"dltensor"
+        self._keep.append((m, deleter))
+        return _pyapi.PyCapsule_New(ctypes.addressof(m), name, None)

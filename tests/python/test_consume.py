@@ -1,0 +1,340 @@
+"""arrayport.view(): any array as an Array without a copy, through every protocol of the bridge
+(include/arrayport/python/acquire.hpp), with the producer's checks and lifetimes."""
+
+from __future__ import annotations
+
+import array
+import gc
+import sys
+
+import numpy as np
+import pytest
+
+import arrayport as ap
+from arrayport import _core
+from dlpack_ctypes import Producer
+
+DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+          "float16", "float32", "float64", "complex64", "complex128"]
+
+
+class DLPackOnly:
+    """Hides NumPy's buffer protocol so that the bridge must take __dlpack__."""
+
+    def __init__(self, x):
+        self.x = x
+
+    def __dlpack__(self, **kw):
+        return self.x.__dlpack__(**kw)
+
+    def __dlpack_device__(self):
+        return self.x.__dlpack_device__()
+
+
+class LegacyDLPackOnly(DLPackOnly):
+    """A producer from before DLPack 1.0: no max_version keyword (TypeError), legacy capsules."""
+
+    def __dlpack__(self, stream=None):
+        return self.x.__dlpack__()
+
+
+class CAIOnly:
+    """A PyCUDA-style object: only __cuda_array_interface__ (the dict is given as it is)."""
+
+    def __init__(self, cai):
+        self.__cuda_array_interface__ = cai
+
+
+def cai(**over):
+    d = {"shape": (4,), "typestr": "<f4", "data": (0x10000, False), "version": 3,
+         "strides": None, "stream": None}
+    d.update(over)
+    return {k: v for k, v in d.items() if v is not ...}
+
+
+def same_memory(view: ap.Array, x: np.ndarray) -> None:
+    assert view.ptr == x.__array_interface__["data"][0]
+    assert view.shape == x.shape
+    assert view.strides == x.strides
+    np.testing.assert_array_equal(np.asarray(view), x)
+
+
+# ---- NumPy through the buffer protocol ---------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_numpy_every_dtype_is_viewed_in_place(dtype):
+    x = (np.arange(24) % 7).astype(dtype).reshape(2, 3, 4)
+    v = _core.view(x)
+    assert _core._acquire_protocol(x) == "buffer"
+    assert v.dtype == x.dtype
+    same_memory(v, x)
+
+
+@pytest.mark.parametrize("make", [
+    lambda x: x,                      # C order
+    lambda x: np.asfortranarray(x),   # F order
+    lambda x: x[:, ::2],              # strided
+    lambda x: x[::-1, ::-3],          # negative strides
+    lambda x: x.T,                    # transposed
+    lambda x: x[1:1],                 # zero-size
+    lambda x: x[0, 0, ...],           # 0-d
+], ids=["c", "f", "strided", "negative", "transposed", "zero-size", "0-d"])
+def test_numpy_layouts_are_viewed_with_their_strides(make):
+    x = make(np.arange(30, dtype=np.float64).reshape(5, 6))
+    v = _core.view(x)
+    same_memory(v, x)
+    assert v.c_contiguous == x.flags.c_contiguous
+    assert v.f_contiguous == x.flags.f_contiguous
+
+
+def test_writes_are_seen_on_both_sides():
+    x = np.zeros((3, 4), np.float32)
+    v = _core.view(x)
+    np.asarray(v)[1, 2] = 7.0
+    assert x[1, 2] == 7.0
+    x[0, 0] = 3.0
+    assert np.asarray(v)[0, 0] == 3.0
+
+
+def test_view_keeps_the_producer_alive_and_releases_it():
+    x = np.arange(5.0)
+    before = sys.getrefcount(x)
+    v = _core.view(x)
+    assert v.base is x
+    assert sys.getrefcount(x) > before
+    del v
+    gc.collect()
+    assert sys.getrefcount(x) == before
+
+
+def test_view_outlives_the_producer_handle():
+    x = np.arange(6.0) * 2
+    v = _core.view(x)
+    del x
+    gc.collect()
+    np.testing.assert_array_equal(np.asarray(v), np.arange(6.0) * 2)
+
+
+def test_readonly_numpy_gives_a_readonly_view():
+    x = np.arange(3.0)
+    x.flags.writeable = False
+    assert _core.view(x).readonly
+
+
+# ---- other buffer producers ---------------------------------------------------------------------
+
+def test_memoryview_bytes_and_array_array():
+    m = memoryview(bytearray(b"\x01\x02\x03"))
+    v = _core.view(m)
+    assert (v.shape, str(v.dtype), v.readonly) == ((3,), "uint8", False)
+    b = _core.view(b"xyz")
+    assert b.readonly and np.asarray(b).tolist() == [120, 121, 122]
+    a = array.array("i", [5, -6, 7])
+    va = _core.view(a)
+    assert str(va.dtype) == "int32" and np.asarray(va).tolist() == [5, -6, 7]
+    np.asarray(va)[0] = 50
+    assert a[0] == 50
+
+
+def test_memoryview_of_a_2d_array_keeps_shape_and_strides():
+    x = np.arange(12, dtype=np.int16).reshape(3, 4)[:, 1:]
+    same_memory(_core.view(memoryview(x)), x)
+
+
+def test_an_arrayport_array_is_returned_as_it_is():
+    a = ap.zeros((2, 3), "float32", memory="host")
+    assert _core.view(a) is a
+    assert _core._acquire_protocol(a) == "array"
+
+
+# ---- DLPack -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("wrapper", [DLPackOnly, LegacyDLPackOnly], ids=["versioned", "legacy"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_numpy_through_dlpack(wrapper, dtype):
+    x = (np.arange(12) % 5).astype(dtype).reshape(3, 4)[:, ::-2]
+    p = wrapper(x)
+    assert _core._acquire_protocol(p) == "dlpack"
+    v = _core.view(p)
+    same_memory(v, x)
+
+
+def test_dlpack_readonly_flag_is_honoured():
+    x = np.arange(4.0)
+    x.flags.writeable = False
+    assert _core.view(DLPackOnly(x)).readonly
+
+
+def test_dlpack_deleter_runs_exactly_once_when_the_view_dies():
+    p = Producer()
+    v = _core.view(p)
+    assert np.asarray(v).tolist() == [1.0, 2.0, 3.0, 4.0]
+    assert p.deleted == 0
+    del v
+    gc.collect()
+    assert (p.exported, p.deleted) == (1, 1)
+
+
+def test_dlpack_legacy_capsule_and_null_strides_and_byte_offset():
+    p = Producer(values=(1, 2, 3, 4, 5, 6), shape=(2, 2), versioned=False, byte_offset=16)
+    v = _core.view(p)
+    assert np.asarray(v).tolist() == [[3.0, 4.0], [5.0, 6.0]]
+    del v
+    assert p.deleted == 1
+
+
+def test_dlpack_explicit_strides():
+    p = Producer(values=tuple(range(6)), shape=(3,), strides=(2,))
+    assert np.asarray(_core.view(p)).tolist() == [0.0, 2.0, 4.0]
+
+
+def test_dlpack_cpu_producer_gets_stream_none():
+    p = Producer()
+    _core.view(p)
+    assert p.streams == [None]
+
+
+@pytest.mark.parametrize("kw, exc, match", [
+    ({"device": (10, 0)}, ValueError, r"unsupported DLPack device type 10"),
+    ({"dtype": (2, 80, 1)}, TypeError, r"unsupported DLPack dtype"),
+    ({"dtype": (2, 32, 4)}, TypeError, r"unsupported DLPack dtype"),
+    ({"version": (2, 0)}, BufferError, r"unsupported DLPack version 2\.0"),
+    ({"shape": (2, -3)}, ValueError, r"non-negative extents"),
+    ({"data": 0}, ValueError, r"NULL but the array has elements"),
+    ({"ndim": 65, "shape": (1,) * 65}, ValueError, r"at most 64 dimensions, got 65"),
+    ({"shape": (2**62, 4), "strides": (2**62, 1)}, ValueError, r"more than 2\^63 bytes"),
+], ids=["device", "dtype", "lanes", "major-version", "negative-shape", "null-data", "ndim-65",
+        "overflow"])
+def test_bad_dlpack_tensors_raise_and_still_call_the_deleter(kw, exc, match):
+    p = Producer(**kw)
+    with pytest.raises(exc, match=match):
+        _core.view(p)
+    gc.collect()
+    assert (p.exported, p.deleted) == (1, 1)
+
+
+def test_dlpack_null_data_is_fine_for_zero_elements():
+    p = Producer(values=(), shape=(0, 3), data=0)
+    v = _core.view(p)
+    assert v.shape == (0, 3) and v.size == 0
+
+
+def test_dlpack_that_returns_no_capsule():
+    class Bad:
+        def __dlpack__(self, **kw):
+            return 42
+
+        def __dlpack_device__(self):
+            return (1, 0)
+
+    with pytest.raises(ValueError, match=r"__dlpack__ returned a int.*expected a capsule"):
+        _core.view(Bad())
+
+
+def test_dlpack_producer_errors_propagate():
+    class Raises:
+        def __dlpack__(self, **kw):
+            raise RuntimeError("producer refuses")
+
+        def __dlpack_device__(self):
+            return (1, 0)
+
+    with pytest.raises(RuntimeError, match="producer refuses"):
+        _core.view(Raises())
+
+
+# ---- __cuda_array_interface__ (parsing; no memory is touched) -----------------------------------
+
+def test_cai_only_object_is_viewed_with_its_fields():
+    v = _core.view(CAIOnly(cai(shape=(2, 3), strides=(4, 8), data=(0x20000, True))))
+    assert _core._acquire_protocol(CAIOnly(cai())) == "cai"
+    assert (v.shape, v.strides, v.ptr, v.readonly, str(v.dtype)) == ((2, 3), (4, 8), 0x20000, True, "float32")
+
+
+def test_cai_pytorch_v2_is_accepted():
+    v = _core.view(CAIOnly(cai(version=2, stream=...)))
+    assert v.shape == (4,)
+
+
+@pytest.mark.parametrize("over, exc, match", [
+    ({"shape": ...}, ValueError, r"has no 'shape' key"),
+    ({"typestr": ...}, ValueError, r"has no 'typestr' key"),
+    ({"data": ...}, ValueError, r"has no 'data' key"),
+    ({"version": ...}, ValueError, r"has no 'version' key"),
+    ({"shape": [4]}, ValueError, r"\['shape'\] is a list, expected a tuple"),
+    ({"shape": (4.0,)}, ValueError, r"\['shape'\] holds a float, expected an int"),
+    ({"typestr": 4}, ValueError, r"\['typestr'\] is a int, expected a str"),
+    ({"typestr": "<V7"}, TypeError, r"unsupported typestr '<V7'"),
+    ({"typestr": ">f4"}, ValueError, r"big-endian"),
+    ({"data": 0x1000}, ValueError, r"must be a tuple \(ptr, readonly\)"),
+    ({"data": ("x", False)}, ValueError, r"\['data'\] holds a str"),
+    ({"strides": (4, 4)}, ValueError, r"strides'\] must be None or a tuple of 1 ints"),
+    ({"strides": (3,)}, ValueError, r"not a multiple of the itemsize 4"),
+    ({"mask": object()}, ValueError, r"masked arrays are not supported"),
+    ({"version": 9}, ValueError, r"unsupported __cuda_array_interface__ version 9"),
+    ({"shape": (-1,)}, ValueError, r"non-negative extents"),
+    ({"data": (0, False)}, ValueError, r"NULL but the array has elements"),
+    ({"shape": (1,) * 65}, ValueError, r"at most 64 dimensions, got 65"),
+    ({"shape": (2**40, 2**40), "strides": (2**40, 4)}, ValueError, r"more than 2\^63 bytes"),
+    ({"stream": 0}, ValueError, r"\['stream'\] is 0, which the protocol disallows"),
+    ({"stream": "s"}, ValueError, r"\['stream'\] holds a str"),
+], ids=lambda x: str(x)[:30])
+def test_bad_cai_dicts_raise_clear_errors(over, exc, match):
+    obj = CAIOnly(cai(**over))
+    before = sys.getrefcount(obj)
+    with pytest.raises(exc, match=match):
+        _core.view(obj)
+    assert sys.getrefcount(obj) == before
+
+
+def test_cai_that_is_not_a_dict():
+    with pytest.raises(ValueError, match=r"__cuda_array_interface__ is a list, expected a dict"):
+        _core.view(CAIOnly([1]))
+
+
+def test_cai_zero_size_with_null_data():
+    v = _core.view(CAIOnly(cai(shape=(0,), data=(0, False))))
+    assert v.size == 0
+
+
+# ---- errors and protocol choice -----------------------------------------------------------------
+
+@pytest.mark.parametrize("obj", [3, "abc", None, [1, 2, 3], object()])
+def test_non_arrays_raise_type_error_naming_the_type(obj):
+    with pytest.raises(TypeError, match=rf"obj: expected an array, got {type(obj).__name__}"):
+        _core.view(obj)
+
+
+def test_unsupported_buffer_formats_raise_type_error():
+    with pytest.raises(TypeError, match=r"unsupported buffer format 'g'"):
+        _core.view(np.zeros(3, np.longdouble))
+    with pytest.raises(TypeError, match=r"unsupported buffer format"):
+        _core.view(np.zeros(3, dtype=[("a", "f4"), ("b", "i4")]))
+
+
+def test_big_endian_buffers_raise_value_error():
+    with pytest.raises(ValueError, match="big-endian"):
+        _core.view(np.zeros(3, ">f4"))
+
+
+def test_forced_protocols():
+    x = np.arange(4.0)
+    assert _core._acquire_protocol(x, "dlpack") == "dlpack"
+    assert np.asarray(_core.view(x, protocol="dlpack")).tolist() == [0.0, 1.0, 2.0, 3.0]
+    with pytest.raises(TypeError, match="none of the protocols allowed here"):
+        _core.view(x, protocol="cai")
+    with pytest.raises(ValueError, match="protocol: expected None, 'array'"):
+        _core.view(x, protocol="nope")
+
+
+def test_refcounts_are_unchanged_after_many_views():
+    x = np.ones((4, 4), np.float32)
+    d = DLPackOnly(x)
+    c = CAIOnly(cai())
+    counts = [sys.getrefcount(o) for o in (x, d, c)]
+    for _ in range(20000):
+        _core.view(x)
+        _core.view(d)
+        _core.view(c)
+    gc.collect()
+    assert [sys.getrefcount(o) for o in (x, d, c)] == counts
