@@ -86,6 +86,28 @@ void current_stream_for_c(void** stream, int* device) {
   if (device) *device = s.device;
 }
 
+int acquire_for_c(PyObject* obj, const char* name, std::uint32_t flags, arrayport_view_t* out,
+                  void** handle) noexcept {
+  return guarded<int>(-1, [&]() -> int {
+    if (!out || !handle) throw value_error("acquire: out and handle must not be NULL");
+    if ((flags & ARRAYPORT_ACQUIRE_HOST) && (flags & ARRAYPORT_ACQUIRE_DEVICE))
+      throw value_error("acquire: flags ask for both host-only and device-only reach");
+    python::constraints c;
+    c.name = name ? name : "array";
+    c.writable = (flags & ARRAYPORT_ACQUIRE_WRITABLE) != 0;
+    c.where = (flags & ARRAYPORT_ACQUIRE_HOST)     ? python::reach::host
+              : (flags & ARRAYPORT_ACQUIRE_DEVICE) ? python::reach::device
+                                                   : python::reach::any;
+    c.layout = (flags & ARRAYPORT_ACQUIRE_C_ORDER) ? python::order::c : python::order::any;
+    auto* held = new python::acquired(python::acquire(obj, c));
+    *out = held->c_view();
+    *handle = held;
+    return 0;
+  });
+}
+
+void release_for_c(void* handle) noexcept { delete static_cast<python::acquired*>(handle); }
+
 arrayport_python_api_t g_api{};
 
 }  // namespace
@@ -110,6 +132,8 @@ void register_consume(nb::module_& m) {
   g_api.cuda_error = m.attr("CudaError").ptr();
   g_api.out_of_memory_error = m.attr("OutOfMemoryError").ptr();
   g_api.no_device_error = m.attr("NoDeviceError").ptr();
+  g_api.acquire = acquire_for_c;
+  g_api.release = release_for_c;
   m.attr("_C_API") = nb::steal(PyCapsule_New(&g_api, ARRAYPORT_PYTHON_API_CAPSULE, nullptr));
 
   using namespace nb::literals;

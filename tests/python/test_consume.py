@@ -338,3 +338,45 @@ def test_refcounts_are_unchanged_after_many_views():
         _core.view(c)
     gc.collect()
     assert [sys.getrefcount(o) for o in (x, d, c)] == counts
+
+
+def test_writable_request_on_read_only_data_is_one_buffer_error():
+    """Every producer's refusal of PyBUF_WRITABLE becomes the same BufferError (through the C API
+    that C, Cython and SWIG callers use)."""
+    import ctypes
+
+    api = ctypes.pythonapi
+    api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+    api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    table = api.PyCapsule_GetPointer(_core._C_API, b"arrayport._core._C_API")
+    assert table
+    x = np.zeros(3, np.float32)
+    x.flags.writeable = False
+    for obj in (x, b"abc", memoryview(b"abc")):
+        with pytest.raises(BufferError, match=r"obj: expected a writable array, got a read-only one"):
+            _acquire_writable(obj)
+
+
+def _acquire_writable(obj):
+    # The C API's acquire() through ctypes: fields as in include/arrayport/python/api.h.
+    import ctypes
+
+    class Api(ctypes.Structure):
+        _fields_ = [("abi_major", ctypes.c_uint32), ("abi_minor", ctypes.c_uint32),
+                    ("array_type", ctypes.c_void_p), ("array_view_offset", ctypes.c_ssize_t),
+                    ("current_stream", ctypes.c_void_p), ("array_from_view", ctypes.c_void_p),
+                    ("cuda_error", ctypes.c_void_p), ("out_of_memory_error", ctypes.c_void_p),
+                    ("no_device_error", ctypes.c_void_p),
+                    ("acquire", ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_char_p,
+                                                  ctypes.c_uint32, ctypes.c_void_p,
+                                                  ctypes.POINTER(ctypes.c_void_p))),
+                    ("release", ctypes.PYFUNCTYPE(None, ctypes.c_void_p))]
+
+    api = ctypes.pythonapi
+    table = Api.from_address(api.PyCapsule_GetPointer(_core._C_API, b"arrayport._core._C_API"))
+    view = ctypes.create_string_buffer(72)
+    handle = ctypes.c_void_p()
+    try:
+        table.acquire(obj, b"obj", 1, ctypes.addressof(view), ctypes.byref(handle))
+    finally:
+        table.release(handle)

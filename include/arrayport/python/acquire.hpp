@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <initializer_list>
 #include <limits>
 #include <string>
@@ -32,6 +33,13 @@
 #include <utility>
 
 namespace arrayport::python {
+
+/// The object offers no array protocol at all (as opposed to an array that violates a
+/// constraint): binding adapters let other overloads try it.
+class not_an_array : public type_error {
+ public:
+  using type_error::type_error;
+};
 
 /// The memory layout a parameter needs.
 enum class order : std::uint8_t {
@@ -487,8 +495,9 @@ struct detail_access {
   static void from_buffer(acquired& a, const constraints& c, PyObject* obj) {
     int flags = PyBUF_RECORDS_RO | (c.writable ? PyBUF_WRITABLE : 0);
     if (PyObject_GetBuffer(obj, &a.m_buffer, flags) != 0) {
-      if (c.writable && PyErr_ExceptionMatches(PyExc_BufferError)) {
-        // Read-only data refuses PyBUF_WRITABLE with the exporter's own words: say it ours.
+      if (c.writable) {
+        // Read-only data refuses PyBUF_WRITABLE in the exporter's own words and type (NumPy:
+        // ValueError, memoryview: BufferError): say it ours, the same for every producer.
         PyObject *type, *value, *trace;
         PyErr_Fetch(&type, &value, &trace);
         if (PyObject_GetBuffer(obj, &a.m_buffer, PyBUF_RECORDS_RO) == 0) {
@@ -774,7 +783,7 @@ inline acquired acquire(PyObject* obj, const constraints& c, const acquire_optio
     std::string what = available ? "none of the protocols allowed here"
                                       : "no array protocol (buffer protocol, __dlpack__ or "
                                         "__cuda_array_interface__)";
-    throw type_error(std::string(c.name) + ": expected an array, got " + detail::type_name(obj) +
+    throw not_an_array(std::string(c.name) + ": expected an array, got " + detail::type_name(obj) +
                      ", which offers " + what);
   }
   Py_INCREF(obj);
@@ -801,6 +810,52 @@ inline acquired acquire(PyObject* obj, const constraints& c, const acquire_optio
   detail::check_constraints(c, obj, a.m_view);
   return a;
 }
+
+/// A function argument as binding adapters (nanobind, pybind11) load it. Overloads: the strict
+/// pass (convert == false) accepts only arrays that meet the constraints, so overloads on dtype
+/// resolve; the convert pass accepts any array and keeps a violation to raise, with its precise
+/// message, when the call starts. Objects that are not arrays are refused in both passes, for other
+/// overloads to take.
+class argument {
+ public:
+  bool load(PyObject* src, bool convert, const constraints& c) noexcept {
+    acquire_options o;
+    o.call_scoped = true;
+    try {
+      m_held = acquire(src, c, o);
+      m_error = nullptr;
+      return true;
+    } catch (const not_an_array&) {
+      return false;
+    } catch (const arrayport::error&) {
+      if (!convert) return false;
+      m_error = std::current_exception();
+      return true;
+    } catch (...) {
+      PyErr_Clear();  // the producer raised, or memory ran out: not this overload
+      return false;
+    }
+  }
+
+  const acquired& held() const noexcept { return m_held; }
+  bool failed() const noexcept { return m_error != nullptr; }
+
+  /// Sets the Python error of a deferred violation; returns true if there was one (the adapter
+  /// then throws its library's "error already set" exception).
+  bool set_error_if_failed() const noexcept {
+    if (!m_error) return false;
+    try {
+      std::rethrow_exception(m_error);
+    } catch (...) {
+      set_error_from_current_exception();
+    }
+    return true;
+  }
+
+ private:
+  acquired m_held;
+  std::exception_ptr m_error;
+};
 
 /// Constraints for a typed view parameter: its dtype, rank, space and constness.
 template <class T, std::size_t Rank, class Space>

@@ -44,7 +44,22 @@ typedef struct arrayport_python_api {
   PyObject* cuda_error;
   PyObject* out_of_memory_error;
   PyObject* no_device_error;
+  /* Acquires a view of any array `obj` (the protocols and checks of arrayport::python::acquire),
+   * for C, Cython and ctypes callers. `name` names the argument in error messages; `flags` are
+   * ARRAYPORT_ACQUIRE_* bits. On success fills `*out` (valid until release) and `*handle`, and
+   * returns 0; on failure returns -1 with a Python error set. The stream ordering is that of
+   * arrayport.view(): the producer's work is ordered before the current stream. */
+  int (*acquire)(PyObject* obj, const char* name, uint32_t flags, arrayport_view_t* out,
+                 void** handle);
+  /* Releases what acquire() took (GIL held). NULL is ignored. */
+  void (*release)(void* handle);
 } arrayport_python_api_t;
+
+/* acquire() flags. */
+#define ARRAYPORT_ACQUIRE_WRITABLE 0x1u /* the caller writes through the view */
+#define ARRAYPORT_ACQUIRE_HOST 0x2u     /* the memory must be reachable from the host */
+#define ARRAYPORT_ACQUIRE_DEVICE 0x4u   /* the memory must be reachable from the device */
+#define ARRAYPORT_ACQUIRE_C_ORDER 0x8u  /* the view must be C-contiguous */
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -1,0 +1,161 @@
+"""Every binding example (examples/<style>/) is a downstream project: built here against the
+installed package with find_package(arrayport), then called with NumPy, arrayport and, on a GPU
+machine, CuPy and PyTorch arrays. The one kernel scales x in place by f."""
+
+from __future__ import annotations
+
+import importlib
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import arrayport as ap
+from conftest import HAS_GPU, REPO, cmake_build, needs_gpu
+
+STYLES = ["nanobind", "pybind11", "capi", "ctypes", "cython", "swig"]
+
+
+def _tool_dir(module: str, flag: str) -> str | None:
+    result = subprocess.run([sys.executable, "-m", module, flag], capture_output=True, text=True)
+    return result.stdout.strip() if result.returncode == 0 else None
+
+
+def _requirements(style: str) -> list[str]:
+    """The extra -D flags a style needs; skips (saying why) when its tool is not installed."""
+    if style == "nanobind":
+        d = _tool_dir("nanobind", "--cmake_dir")
+        if not d:
+            pytest.skip("nanobind is not installed")
+        return [f"-Dnanobind_DIR={d}"]
+    if style == "pybind11":
+        d = _tool_dir("pybind11", "--cmakedir")
+        if not d:
+            pytest.skip("pybind11 is not installed")
+        return [f"-Dpybind11_DIR={d}"]
+    if style == "cython" and not (shutil.which("cython", path=str(Path(sys.executable).parent)) or shutil.which("cython")):
+        pytest.skip("Cython is not installed")
+    if style == "swig" and not (shutil.which("swig", path=str(Path(sys.executable).parent)) or shutil.which("swig")):
+        pytest.skip("SWIG is not installed (pip install swig)")
+    return []
+
+
+@pytest.fixture(scope="module", params=STYLES)
+def scale(request, tmp_path_factory):
+    """The example's scale(x, f), built out of tree."""
+    style = request.param
+    extra = _requirements(style)
+    build = tmp_path_factory.mktemp(f"example-{style}")
+    cmake_build(REPO / "examples" / style, build, f"-DPython_EXECUTABLE={sys.executable}", *extra)
+    sys.path.insert(0, str(build))
+    try:
+        if style == "ctypes":
+            sys.path.insert(0, str(REPO / "examples" / "ctypes"))
+            module = importlib.import_module("scale_ctypes")
+            module.load(build)
+        else:
+            module = importlib.import_module(f"scale_{style}")
+    finally:
+        sys.path.remove(str(build))
+    return style, module.scale
+
+
+def test_scales_numpy_in_place(scale):
+    _, f = scale
+    x = np.arange(8, dtype=np.float32)
+    f(x, 2.5)
+    np.testing.assert_array_equal(x, np.arange(8, dtype=np.float32) * 2.5)
+
+
+def test_scales_a_strided_numpy_view(scale):
+    _, f = scale
+    x = np.arange(10, dtype=np.float32)
+    f(x[::-3], -1.0)
+    expected = np.arange(10, dtype=np.float32)
+    expected[::-3] *= -1
+    np.testing.assert_array_equal(x, expected)
+
+
+def test_scales_an_arrayport_array(scale):
+    _, f = scale
+    a = ap.full((5,), 3.0, "float32", memory="host")
+    f(a, 2.0)
+    assert np.asarray(a).tolist() == [6.0] * 5
+
+
+def test_scales_memoryview_and_array_array(scale):
+    import array
+
+    _, f = scale
+    buf = array.array("f", [1.0, 2.0])
+    f(buf, 3.0)
+    assert list(buf) == [3.0, 6.0]
+
+
+def test_wrong_dtype_is_a_type_error(scale):
+    _, f = scale
+    with pytest.raises(TypeError, match=r"float32|DLPack type \(2, 32 bits\)"):
+        f(np.zeros(3, np.float64), 1.0)
+
+
+def test_read_only_input_is_refused(scale):
+    style, f = scale
+    x = np.zeros(3, np.float32)
+    x.flags.writeable = False
+    with pytest.raises(BufferError if style != "swig" else (BufferError, TypeError), match="writable|read-only"):
+        f(x, 1.0)
+    with pytest.raises((BufferError, TypeError)):
+        f(b"\x00" * 8, 1.0)
+
+
+def test_not_an_array_is_a_type_error(scale):
+    _, f = scale
+    with pytest.raises(TypeError):
+        f(3, 1.0)
+
+
+def test_no_reference_is_leaked(scale):
+    _, f = scale
+    x = np.ones(4, np.float32)
+    before = sys.getrefcount(x)
+    for _ in range(2000):
+        f(x, 1.0)
+    assert sys.getrefcount(x) == before
+
+
+@needs_gpu
+@pytest.mark.parametrize("memory", ["device", "managed"])
+def test_scales_gpu_memory_on_the_gpu(scale, memory):
+    style, f = scale
+    a = ap.full((1000,), 2.0, "float32", memory=memory)
+    f(a[::2], 4.0)
+    got = a.get()
+    assert got[::2].tolist() == [8.0] * 500 and got[1::2].tolist() == [2.0] * 500
+
+
+@needs_gpu
+def test_scales_cupy_and_torch_arrays(scale):
+    _, f = scale
+    cupy = pytest.importorskip("cupy")
+    c = cupy.arange(16, dtype=cupy.float32)
+    f(c, 2.0)
+    assert cupy.asnumpy(c).tolist() == [2.0 * i for i in range(16)]
+    torch = pytest.importorskip("torch")
+    t = torch.arange(16, dtype=torch.float32, device="cuda")
+    f(t, 3.0)
+    assert t.cpu().tolist() == [3.0 * i for i in range(16)]
+
+
+def test_nanobind_and_pybind11_extras(scale):
+    style, _ = scale
+    if style not in ("nanobind", "pybind11"):
+        pytest.skip("overloads and vector returns are the C++ binders' examples")
+    module = sys.modules[f"scale_{style}"]
+    assert module.kind(np.zeros(2, np.float32)) == "float32"
+    assert module.kind(np.zeros(2, np.float64)) == "float64"
+    r = module.arange(5)
+    assert isinstance(r, ap.Array) and r.memory == "host"
+    assert np.asarray(r).tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
