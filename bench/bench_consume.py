@@ -1,0 +1,124 @@
+"""Per-argument cost of getting a checked typed view of one float32 vector, by producer and path.
+
+Builds bench/consume (arrayport's nanobind and pybind11 casters, nanobind nb::ndarray, pybind11
+py::buffer / array_t, the raw buffer protocol, a no-op floor) against the installed package, then
+times every path the producer supports in this one process, with arrayport.view(), ctypes
+(a.ctypes.data) and cuda.core's StridedMemoryView where installed. Prints ns per call and the
+ratio to nanobind; writes consume.json (and consume.png with matplotlib) to the given directory.
+
+    python bench/bench_consume.py OUTDIR
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+import tempfile
+import timeit
+from pathlib import Path
+
+import numpy as np
+
+import arrayport as ap
+
+HERE = Path(__file__).resolve().parent
+N = 100_000
+
+
+def build() -> Path:
+    build_dir = Path(tempfile.mkdtemp(prefix="bench-consume-"))
+    flags = [f"-Darrayport_DIR={ap.cmake_dir()}", f"-DPython_EXECUTABLE={sys.executable}",
+             "-DCMAKE_BUILD_TYPE=Release"]
+    for mod, flag, var in (("nanobind", "--cmake_dir", "nanobind_DIR"), ("pybind11", "--cmakedir", "pybind11_DIR")):
+        out = subprocess.run([sys.executable, "-m", mod, flag], capture_output=True, text=True, check=True)
+        flags.append(f"-D{var}={out.stdout.strip()}")
+    subprocess.run(["cmake", "-S", str(HERE / "consume"), "-B", str(build_dir), "-G", "Ninja", *flags],
+                   check=True, capture_output=True)
+    subprocess.run(["cmake", "--build", str(build_dir)], check=True, capture_output=True)
+    sys.path.insert(0, str(build_dir))
+    return build_dir
+
+
+def per_call_ns(fn, arg) -> float:
+    fn(arg)  # warm: caches, first-use imports
+    best = min(timeit.repeat(lambda: fn(arg), number=N, repeat=5))
+    return best / N * 1e9
+
+
+def producers() -> dict[str, object]:
+    out: dict[str, object] = {"numpy": np.ones(1000, np.float32),
+                              "arrayport": ap.ones((1000,), "float32", memory="host")}
+    if ap.cuda.is_available():
+        out["arrayport-device"] = ap.ones((1000,), "float32", memory="device")
+        for name, make in (("cupy", lambda: importlib.import_module("cupy").ones(1000, "float32")),
+                           ("torch", lambda: importlib.import_module("torch").ones(1000, device="cuda")),
+                           ("jax", lambda: importlib.import_module("jax.numpy").ones(1000, "float32"))):
+            try:
+                out[name] = make()
+            except Exception as e:  # not installed, or no GPU backend
+                print(f"skip {name}: {e}")
+    return out
+
+
+def main(outdir: str) -> None:
+    build()
+    nb = importlib.import_module("consume_nb")
+    pb = importlib.import_module("consume_pb")
+    paths = {"noop (floor)": nb.noop, "arrayport nanobind caster": nb.arrayport,
+             "arrayport pybind11 caster": pb.arrayport, "arrayport.view()": ap.view,
+             "nanobind nb::ndarray": nb.nb_ndarray, "pybind11 py::buffer": pb.py_buffer,
+             "pybind11 array_t": pb.array_t, "raw buffer protocol": nb.raw_buffer,
+             "ctypes (a.ctypes.data)": lambda a: a.ctypes.data}
+    try:
+        from cuda.core.utils import StridedMemoryView  # type: ignore
+
+        paths["cuda.core StridedMemoryView"] = lambda a: StridedMemoryView(a, stream_ptr=-1)
+    except Exception as e:
+        print(f"skip cuda.core: {e}")
+    device = ap.devices()[0]["name"] if ap.cuda.is_available() else "CPU only"
+    results: dict[str, dict[str, float]] = {}
+    for pname, arr in producers().items():
+        row = {}
+        for path, fn in paths.items():
+            try:
+                fn(arr)
+            except Exception:
+                continue  # this path does not take this producer
+            row[path] = per_call_ns(fn, arr)
+        results[pname] = row
+        base = row.get("nanobind nb::ndarray")
+        print(f"\n{pname}:")
+        for path, ns in row.items():
+            ratio = f"  {ns / base:5.2f}x nanobind" if base else ""
+            print(f"  {path:32s} {ns:8.0f} ns{ratio}")
+    out = Path(outdir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "consume.json").write_text(json.dumps(
+        {"device": device, "python": sys.version.split()[0], "calls": N, "ns_per_call": results}, indent=2))
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(11, 5))
+        names = list(paths)
+        width = 0.8 / max(len(results), 1)
+        for k, (pname, row) in enumerate(results.items()):
+            xs = [i + k * width for i, n in enumerate(names) if n in row]
+            ax.bar(xs, [row[n] for n in names if n in row], width, label=pname)
+        ax.set_xticks([i + 0.4 for i in range(len(names))], names, rotation=30, ha="right", fontsize=8)
+        ax.set_yscale("log")
+        ax.set_ylabel("ns per call (log)")
+        ax.set_title(f"One float32 argument as a checked typed view — {device}")
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(out / "consume.png", dpi=110)
+    except ImportError:
+        print("matplotlib not installed: no plot")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else str(HERE / "results"))
