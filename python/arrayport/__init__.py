@@ -14,6 +14,7 @@ from ._core import (
     OutOfMemoryError,
     __version__,
     build_info,
+    copy,
     devices,
     empty,
     empty_like,
@@ -23,6 +24,7 @@ from ._core import (
     ones_like,
     release_cached_memory,
     runtime_info,
+    to_gpu,
     zeros,
     zeros_like,
 )
@@ -36,6 +38,7 @@ __all__ = [
     "__version__",
     "build_info",
     "cmake_dir",
+    "copy",
     "cuda",
     "devices",
     "empty",
@@ -47,6 +50,7 @@ __all__ = [
     "ones_like",
     "release_cached_memory",
     "runtime_info",
+    "to_gpu",
     "zeros",
     "zeros_like",
 ]
