@@ -487,6 +487,7 @@ PyObject* array_to(PyObject* self, PyObject* args, PyObject* kwargs) {
     const std::optional<std::string> mem = memory_arg(memory);
     const std::optional<int> dev_arg = device_arg(device);
     const dtype dt = dtype_arg(dtype_obj).value_or(src.dt);
+    const stream_handle s = parse_stream(stream);  // checked even when nothing is copied
     const memory_kind asked = mem ? parse_memory(mem) : src.kind;
     // Where the memory would come from: managed and pinned requests are host memory without a GPU.
     const int dev = dev_arg.value_or(asked == src.kind ? device_of(src) : -1);
@@ -494,7 +495,7 @@ PyObject* array_to(PyObject* self, PyObject* args, PyObject* kwargs) {
     const bool same_place = resource.kind() == src.kind &&
                             (!::arrayport::detail::is_gpu_memory(src.kind) || resource.device() == src.device);
     if (same_place && dt == src.dt && !force_copy) return nb::borrow(self);
-    return copy_to_new(self, src, dt, asked, dev, parse_stream(stream), "to");
+    return copy_to_new(self, src, dt, asked, dev, s, "to");
   });
 }
 

@@ -125,6 +125,10 @@ inline copy_layout make_copy_layout(const copy_operand& dst, const copy_operand&
   std::int64_t word = 16;
   while (word > 1 && !aligned(word)) word /= 2;
   merged[0] = {merged[0].n / word, word, word};
+  if (merged[0].n == 1 && k > 1) {  // one word per element: the element axis is the innermost
+    for (int i = 1; i < k; ++i) merged[i - 1] = merged[i];
+    --k;
+  }
   l.word = static_cast<std::int32_t>(word);
   l.ndim = k;
   l.count = 1;
