@@ -840,7 +840,7 @@ void register_array(nb::module_& m) {
 
   // *_like: shape, dtype, memory kind and device of `a` unless given.
   auto like = [](nb::handle a_obj, nb::handle dt, const std::optional<std::string>& memory,
-                 std::optional<int> device, nb::handle stream) {
+                 std::optional<int> device, nb::handle /* stream: the caller's, passed on */) {
     array_object* a = require_array(a_obj, "like");
     nb::object shape = nb::steal(tuple_of(a->view.shape, a->view.ndim));
     nb::object dtype_obj = dt.is_none() ? nb::str(std::string(dtype::from_c(a->view.dtype).name()).c_str())

@@ -401,11 +401,18 @@ PyObject* array_fill(PyObject* self, PyObject* value) {
   return method([&] {
     array_object* a = as_array(self);
     if (is_readonly(a)) throw value_error("fill(): assignment destination is read-only");
-    const operand dst = operand_of(a);
+    const dtype dt = dtype::from_c(a->view.dtype);
     alignas(16) unsigned char element[16] = {};
-    scalar_to_bytes(value, dst.dt, element);
+    scalar_to_bytes(value, dt, element);
     // On the array's own stream, as the creation functions that call this fill.
-    fill_operand(dst, element, a->view.stream, is_c_contiguous(a->view));
+    if (is_c_contiguous(a->view)) {  // zeros() and friends come here: no operand to build
+      nb::gil_scoped_release release;
+      ::arrayport::detail::fill_pattern(a->view.data, element, dt.itemsize(),
+                                        static_cast<std::size_t>(element_count(a->view)),
+                                        static_cast<memory_kind>(a->view.memory_kind), a->view.stream);
+    } else {
+      fill_operand(operand_of(a), element, a->view.stream, false);
+    }
     return nb::none();
   });
 }

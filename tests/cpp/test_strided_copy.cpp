@@ -160,6 +160,33 @@ TEST(StridedCopy, RandomHostLayoutsMatchTheReference) {
   }
 }
 
+TEST(StridedCopy, TransposesSpanningSeveralTilesMatchTheReference) {
+  std::mt19937_64 rng(7);
+  for (int trial = 0; trial < 200; ++trial) {
+    const std::size_t itemsize = std::size_t{1} << (rng() % 5);
+    const std::int64_t rows = 8 + static_cast<std::int64_t>(rng() % 70);
+    const std::int64_t cols = 8 + static_cast<std::int64_t>(rng() % 70);
+    const std::int64_t batch = 1 + static_cast<std::int64_t>(rng() % 3);
+    const auto item = static_cast<std::int64_t>(itemsize);
+    if (batch * rows * cols * item > static_cast<std::int64_t>(sizeof storage[0])) continue;
+    // dst C-contiguous (batch, rows, cols); src the transpose of a (batch, cols, rows) array,
+    // its column axis reversed half of the time
+    const bool reverse = rng() % 2;
+    std::vector<std::int64_t> shape = {batch, rows, cols};
+    std::vector<std::int64_t> ds = {rows * cols * item, cols * item, item};
+    std::vector<std::int64_t> ss = {rows * cols * item, reverse ? -item : item, rows * item};
+    for (std::size_t b = 0; b < sizeof storage[1]; ++b) storage[1][b] = static_cast<unsigned char>(rng());
+    std::memset(storage[0], 0, sizeof storage[0]);
+    std::memset(storage[2], 0, sizeof storage[2]);
+    const char* s = reinterpret_cast<const char*>(storage[1]) + (reverse ? (rows - 1) * item : 0);
+    reference_copy(reinterpret_cast<char*>(storage[2]), ds.data(), s, ss.data(), shape, itemsize);
+    detail::copy_operand dst{storage[0], ds.data(), memory_kind::host, -1};
+    detail::copy_operand src{const_cast<char*>(s), ss.data(), memory_kind::host, -1};
+    detail::strided_copy(dst, src, shape.data(), 3, itemsize, nullptr, nullptr);
+    ASSERT_EQ(std::memcmp(storage[0], storage[2], sizeof storage[0]), 0) << "trial " << trial;
+  }
+}
+
 TEST(StridedCopy, ByteSpanCoversNegativeAndZeroStrides) {
   std::int64_t shape[] = {3, 4}, strides[] = {-32, 8};
   detail::copy_operand op{storage[0] + 64, strides, memory_kind::host, -1};
