@@ -1,14 +1,15 @@
-// arrayport.Array: attributes, the buffer protocol, __cuda_array_interface__, DLPack export, and
-// the creation functions (empty, zeros, ones, full and the *_like forms).
+// arrayport.Array: attributes, the buffer protocol, __cuda_array_interface__, DLPack export, views,
+// and the creation functions (empty, zeros, ones, full and the *_like forms). Copies are in
+// array_copy.cpp.
 #include "array.hpp"
 
 #include "consume.hpp"
+#include "array_internal.hpp"
+
 #include "current_stream.hpp"
 #include "dlpack_export.hpp"
 #include "errors.hpp"
-#include "scalars.hpp"
 
-#include <arrayport/detail/fill.hpp>
 #include <arrayport/memory_kind.hpp>
 #include <arrayport/memory_resource.hpp>
 #include <arrayport/runtime.hpp>
@@ -32,38 +33,6 @@ namespace arrayport::ext {
 PyTypeObject* array_type = nullptr;
 
 namespace {
-
-array_object* as_array(PyObject* o) { return reinterpret_cast<array_object*>(o); }
-
-std::size_t itemsize_of(const array_object* a) {
-  return dtype::from_c(a->view.dtype).itemsize();
-}
-
-std::int64_t element_count(const arrayport_view_t& v) {
-  std::int64_t n = 1;
-  for (int i = 0; i < v.ndim; ++i) n *= v.shape[i];
-  return n;
-}
-
-bool is_c_contiguous(const arrayport_view_t& v) {
-  std::int64_t expected = 1;
-  for (int i = v.ndim - 1; i >= 0; --i) {
-    if (v.shape[i] == 0) return true;
-    if (v.shape[i] != 1 && v.strides[i] != expected) return false;
-    expected *= v.shape[i];
-  }
-  return true;
-}
-
-bool is_f_contiguous(const arrayport_view_t& v) {
-  std::int64_t expected = 1;
-  for (int i = 0; i < v.ndim; ++i) {
-    if (v.shape[i] == 0) return true;
-    if (v.shape[i] != 1 && v.strides[i] != expected) return false;
-    expected *= v.shape[i];
-  }
-  return true;
-}
 
 // Allocates an uninitialised Array object with room for `ndim` extents; the caller fills it.
 array_object* alloc_array(int ndim) {
@@ -98,20 +67,6 @@ void array_dealloc(PyObject* self) {
 }
 
 // ---- attributes --------------------------------------------------------------------------------
-
-PyObject* tuple_of(const std::int64_t* values, int n, std::int64_t scale = 1) {
-  PyObject* t = PyTuple_New(n);
-  if (!t) return nullptr;
-  for (int i = 0; i < n; ++i) {
-    PyObject* v = PyLong_FromLongLong(values[i] * scale);
-    if (!v) {
-      Py_DECREF(t);
-      return nullptr;
-    }
-    PyTuple_SET_ITEM(t, i, v);
-  }
-  return t;
-}
 
 PyObject* get_shape(PyObject* self, void*) {
   return tuple_of(as_array(self)->view.shape, as_array(self)->view.ndim);
@@ -325,54 +280,14 @@ Py_ssize_t array_length(PyObject* self) {
   return static_cast<Py_ssize_t>(a->view.shape[0]);
 }
 
-// Copies the array into a new C-contiguous host buffer `dst` (nbytes of it); GIL released.
-void copy_to_host_contiguous(array_object* a, void* dst) {
-  const std::size_t itemsize = itemsize_of(a);
-  const std::size_t nbytes = static_cast<std::size_t>(element_count(a->view)) * itemsize;
-  if (!is_c_contiguous(a->view))
-    throw value_error("arrayport.Array: copying a non-contiguous array is not supported yet");
-  nb::gil_scoped_release release;
-  runtime::memcpy_async(dst, a->view.data, nbytes, a->view.stream);
-  runtime::stream_synchronize(a->view.stream);
-}
-
-PyObject* array_get(PyObject* self, PyObject*) {
-  return guarded<PyObject*>(nullptr, [&]() -> PyObject* {
-    array_object* a = as_array(self);
-    dtype dt = dtype::from_c(a->view.dtype);
-    if (dt == dtypes::bfloat16) throw type_error("get(): NumPy has no bfloat16 dtype");
-    nb::module_ np = nb::module_::import_("numpy");
-    nb::object out = np.attr("empty")(nb::steal(tuple_of(a->view.shape, a->view.ndim)),
-                                      to_typestr(dt));
-    nb::object ptr = out.attr("ctypes").attr("data");
-    copy_to_host_contiguous(a, PyLong_AsVoidPtr(ptr.ptr()));
-    return out.release().ptr();
-  });
-}
-
-PyObject* array_fill(PyObject* self, PyObject* value) {
-  return guarded<PyObject*>(nullptr, [&]() -> PyObject* {
-    array_object* a = as_array(self);
-    if (a->view.flags & ARRAYPORT_VIEW_READONLY) throw value_error("fill(): the array is read-only");
-    if (!is_c_contiguous(a->view))
-      throw value_error("fill(): filling a non-contiguous array is not supported yet");
-    dtype dt = dtype::from_c(a->view.dtype);
-    unsigned char element[16] = {};
-    scalar_to_bytes(value, dt, element);
-    arrayport::detail::fill_pattern(a->view.data, element, dt.itemsize(),
-                         static_cast<std::size_t>(element_count(a->view)),
-                         static_cast<memory_kind>(a->view.memory_kind), a->view.stream);
-    Py_RETURN_NONE;
-  });
-}
-
 PyObject* array_dlpack_device(PyObject* self, PyObject* unused) { return dlpack_device(self, unused); }
 
-// ---- views: indexing, transpose, reshape (no copies) ------------------------------------------
+// ---- views: indexing, transpose, reshape, view(dtype) (no copies) ----------------------------
 
-// A new Array viewing `src`'s memory with another layout. Keeps the root owner alive.
+}  // namespace
+
 PyObject* make_view(array_object* src, char* data, const std::vector<std::int64_t>& shape,
-                    const std::vector<std::int64_t>& strides) {
+                    const std::vector<std::int64_t>& strides, dtype dt) {
   const int ndim = static_cast<int>(shape.size());
   array_object* a = alloc_array(ndim);
   for (int i = 0; i < ndim; ++i) {
@@ -380,7 +295,7 @@ PyObject* make_view(array_object* src, char* data, const std::vector<std::int64_
     a->extents[ndim + i] = strides[static_cast<std::size_t>(i)];
   }
   a->view.data = data;
-  a->view.dtype = src->view.dtype;
+  a->view.dtype = dt.to_c();
   a->view.memory_kind = src->view.memory_kind;
   a->view.device = src->view.device;
   a->view.stream = src->view.stream;
@@ -389,72 +304,105 @@ PyObject* make_view(array_object* src, char* data, const std::vector<std::int64_
   return reinterpret_cast<PyObject*>(a);
 }
 
+PyObject* tuple_of(const std::int64_t* values, int n, std::int64_t scale) {
+  PyObject* t = PyTuple_New(n);
+  if (!t) return nullptr;
+  for (int i = 0; i < n; ++i) {
+    PyObject* v = PyLong_FromLongLong(values[i] * scale);
+    if (!v) {
+      Py_DECREF(t);
+      return nullptr;
+    }
+    PyTuple_SET_ITEM(t, i, v);
+  }
+  return t;
+}
+
+std::string shape_string(const std::int64_t* shape, std::size_t ndim) {
+  std::string r = "(";
+  for (std::size_t i = 0; i < ndim; ++i)
+    r += std::to_string(shape[i]) + (ndim == 1 ? "," : i + 1 < ndim ? ", " : "");
+  return r + ")";
+}
+
+namespace {
+
 [[noreturn]] void index_error(const std::string& msg) {
   PyErr_SetString(PyExc_IndexError, msg.c_str());
   throw nb::python_error();
 }
 
-// Basic indexing as NumPy defines it: ints, slices (any step), Ellipsis and None. Integer indices
-// on every axis give a 0-d Array (as CuPy does: the element may be on the device).
+}  // namespace
+
+// Basic indexing as NumPy defines it: ints, slices (any step), Ellipsis and None. Shared by
+// __getitem__ (a view) and __setitem__ (the target of a copy).
+basic_index resolve_basic_index(array_object* a, PyObject* key) {
+  nb::object items = PyTuple_Check(key) ? nb::borrow(key) : nb::make_tuple(nb::handle(key));
+  const Py_ssize_t n = PyTuple_GET_SIZE(items.ptr());
+  int consumed = 0, ellipses = 0;
+  for (Py_ssize_t k = 0; k < n; ++k) {
+    PyObject* item = PyTuple_GET_ITEM(items.ptr(), k);
+    if (item == Py_Ellipsis) ++ellipses;
+    else if (item != Py_None) ++consumed;
+  }
+  if (ellipses > 1) index_error("an index can only have a single ellipsis ('...')");
+  if (consumed > a->view.ndim)
+    index_error("too many indices for array: array is " + std::to_string(a->view.ndim) +
+                "-dimensional, but " + std::to_string(consumed) + " were indexed");
+  const std::int64_t itemsize = static_cast<std::int64_t>(itemsize_of(a));
+  char* data = static_cast<char*>(a->view.data);
+  std::vector<std::int64_t> shape, strides;
+  int axis = 0;
+  auto keep_axis = [&](int ax) {
+    shape.push_back(a->view.shape[ax]);
+    strides.push_back(a->view.strides[ax]);
+  };
+  for (Py_ssize_t k = 0; k < n; ++k) {
+    PyObject* item = PyTuple_GET_ITEM(items.ptr(), k);
+    if (item == Py_Ellipsis) {
+      for (int skip = a->view.ndim - consumed; skip > 0; --skip) keep_axis(axis++);
+    } else if (item == Py_None) {
+      shape.push_back(1);
+      strides.push_back(0);
+    } else if (PySlice_Check(item)) {
+      Py_ssize_t start, stop, step;
+      if (PySlice_Unpack(item, &start, &stop, &step) < 0) throw nb::python_error();
+      const std::int64_t len = PySlice_AdjustIndices(
+          static_cast<Py_ssize_t>(a->view.shape[axis]), &start, &stop, step);
+      if (len > 0) data += start * a->view.strides[axis] * itemsize;
+      shape.push_back(len);
+      strides.push_back(a->view.strides[axis] * step);
+      ++axis;
+    } else if (!PyBool_Check(item) && PyIndex_Check(item)) {
+      Py_ssize_t i = PyNumber_AsSsize_t(item, PyExc_IndexError);
+      if (i == -1 && PyErr_Occurred()) throw nb::python_error();
+      const std::int64_t size = a->view.shape[axis];
+      if (i < -size || i >= size)
+        index_error("index " + std::to_string(i) + " is out of bounds for axis " +
+                    std::to_string(axis) + " with size " + std::to_string(size));
+      if (i < 0) i += size;
+      data += i * a->view.strides[axis] * itemsize;
+      ++axis;
+    } else {
+      index_error(std::string("only integers, slices (':'), ellipsis ('...') and None are valid "
+                              "indices (arrayport has no advanced indexing); got ") +
+                  Py_TYPE(item)->tp_name);
+    }
+  }
+  while (axis < a->view.ndim) keep_axis(axis++);
+  if (shape.size() > ARRAYPORT_MAX_NDIM)
+    index_error("the result would have more than " + std::to_string(ARRAYPORT_MAX_NDIM) + " dimensions");
+  return {data, std::move(shape), std::move(strides)};
+}
+
+namespace {
+
+// Integer indices on every axis give a 0-d Array (as CuPy does: the element may be on the device).
 PyObject* array_subscript(PyObject* self, PyObject* key) {
   return guarded<PyObject*>(nullptr, [&]() -> PyObject* {
     array_object* a = as_array(self);
-    nb::object items = PyTuple_Check(key) ? nb::borrow(key) : nb::make_tuple(nb::handle(key));
-    const Py_ssize_t n = PyTuple_GET_SIZE(items.ptr());
-    int consumed = 0, ellipses = 0;
-    for (Py_ssize_t k = 0; k < n; ++k) {
-      PyObject* item = PyTuple_GET_ITEM(items.ptr(), k);
-      if (item == Py_Ellipsis) ++ellipses;
-      else if (item != Py_None) ++consumed;
-    }
-    if (ellipses > 1) index_error("an index can only have a single ellipsis ('...')");
-    if (consumed > a->view.ndim)
-      index_error("too many indices for array: array is " + std::to_string(a->view.ndim) +
-                  "-dimensional, but " + std::to_string(consumed) + " were indexed");
-    const std::int64_t itemsize = static_cast<std::int64_t>(itemsize_of(a));
-    char* data = static_cast<char*>(a->view.data);
-    std::vector<std::int64_t> shape, strides;
-    int axis = 0;
-    auto keep_axis = [&](int ax) {
-      shape.push_back(a->view.shape[ax]);
-      strides.push_back(a->view.strides[ax]);
-    };
-    for (Py_ssize_t k = 0; k < n; ++k) {
-      PyObject* item = PyTuple_GET_ITEM(items.ptr(), k);
-      if (item == Py_Ellipsis) {
-        for (int skip = a->view.ndim - consumed; skip > 0; --skip) keep_axis(axis++);
-      } else if (item == Py_None) {
-        shape.push_back(1);
-        strides.push_back(0);
-      } else if (PySlice_Check(item)) {
-        Py_ssize_t start, stop, step;
-        if (PySlice_Unpack(item, &start, &stop, &step) < 0) throw nb::python_error();
-        const std::int64_t len = PySlice_AdjustIndices(
-            static_cast<Py_ssize_t>(a->view.shape[axis]), &start, &stop, step);
-        if (len > 0) data += start * a->view.strides[axis] * itemsize;
-        shape.push_back(len);
-        strides.push_back(a->view.strides[axis] * step);
-        ++axis;
-      } else if (!PyBool_Check(item) && PyIndex_Check(item)) {
-        Py_ssize_t i = PyNumber_AsSsize_t(item, PyExc_IndexError);
-        if (i == -1 && PyErr_Occurred()) throw nb::python_error();
-        const std::int64_t size = a->view.shape[axis];
-        if (i < -size || i >= size)
-          index_error("index " + std::to_string(i) + " is out of bounds for axis " +
-                      std::to_string(axis) + " with size " + std::to_string(size));
-        if (i < 0) i += size;
-        data += i * a->view.strides[axis] * itemsize;
-        ++axis;
-      } else {
-        index_error(std::string("only integers, slices (':'), ellipsis ('...') and None are valid "
-                                "indices (arrayport has no advanced indexing); got ") +
-                    Py_TYPE(item)->tp_name);
-      }
-    }
-    while (axis < a->view.ndim) keep_axis(axis++);
-    if (shape.size() > ARRAYPORT_MAX_NDIM)
-      index_error("the result would have more than " + std::to_string(ARRAYPORT_MAX_NDIM) + " dimensions");
-    return make_view(a, data, shape, strides);
+    basic_index r = resolve_basic_index(a, key);
+    return make_view(a, r.data, r.shape, r.strides, dtype::from_c(a->view.dtype));
   });
 }
 
@@ -489,7 +437,7 @@ PyObject* array_transpose(PyObject* self, PyObject* args) {
       shape.push_back(a->view.shape[ax]);
       strides.push_back(a->view.strides[ax]);
     }
-    return make_view(a, static_cast<char*>(a->view.data), shape, strides);
+    return make_view(a, static_cast<char*>(a->view.data), shape, strides, dtype::from_c(a->view.dtype));
   });
 }
 
@@ -540,7 +488,52 @@ PyObject* array_reshape(PyObject* self, PyObject* args) {
       strides[i] = stride;
       stride *= shape[i];
     }
-    return make_view(a, static_cast<char*>(a->view.data), shape, strides);
+    return make_view(a, static_cast<char*>(a->view.data), shape, strides, dtype::from_c(a->view.dtype));
+  });
+}
+
+// view(dtype): the same memory as another dtype, with NumPy's rules. The same itemsize keeps any
+// layout; another itemsize needs the last axis contiguous, and scales its extent.
+PyObject* array_view(PyObject* self, PyObject* args, PyObject* kwargs) {
+  static const char* keywords[] = {"dtype", nullptr};
+  PyObject* dtype_obj = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:view", const_cast<char**>(keywords), &dtype_obj))
+    return nullptr;
+  return guarded<PyObject*>(nullptr, [&]() -> PyObject* {
+    array_object* a = as_array(self);
+    const dtype from = dtype::from_c(a->view.dtype);
+    const dtype to = dtype_obj == Py_None ? from : parse_dtype(dtype_obj);
+    const int ndim = a->view.ndim;
+    std::vector<std::int64_t> shape(a->view.shape, a->view.shape + ndim);
+    std::vector<std::int64_t> strides(a->view.strides, a->view.strides + ndim);
+    const auto old_size = static_cast<std::int64_t>(from.itemsize());
+    const auto new_size = static_cast<std::int64_t>(to.itemsize());
+    if (old_size != new_size) {
+      const std::string what = "view: dtype " + std::string(to.name()) + " (itemsize " +
+                               std::to_string(new_size) + ") of an array of " +
+                               std::string(from.name()) + " (itemsize " + std::to_string(old_size) + ")";
+      if (ndim == 0)
+        throw value_error(what + ": a 0-d array can only be viewed as a dtype of the same itemsize");
+      const std::size_t last = static_cast<std::size_t>(ndim - 1);
+      if (shape[last] != 1 && element_count(a->view) != 0 && strides[last] != 1)
+        throw value_error(what + ": the last axis must be contiguous, but its stride is " +
+                          std::to_string(strides[last] * old_size) + " bytes");
+      const std::int64_t bytes = shape[last] * old_size;
+      if (bytes % new_size != 0)
+        throw value_error(what + ": the last axis holds " + std::to_string(bytes) +
+                          " bytes, not a multiple of the new itemsize");
+      shape[last] = bytes / new_size;
+      strides[last] = 1;
+      // The other strides are kept in bytes; the view ABI counts them in elements of the new dtype.
+      for (std::size_t i = 0; i < last; ++i) {
+        if (shape[i] != 1 && (strides[i] * old_size) % new_size != 0)
+          throw value_error(what + ": the stride of axis " + std::to_string(i) + " (" +
+                            std::to_string(strides[i] * old_size) +
+                            " bytes) is not a multiple of the new itemsize");
+        strides[i] = strides[i] * old_size / new_size;
+      }
+    }
+    return make_view(a, static_cast<char*>(a->view.data), shape, strides, to);
   });
 }
 
@@ -577,23 +570,12 @@ PyObject* array_repr(PyObject* self) {
     dtype dt = dtype::from_c(a->view.dtype);
     std::string values;
     const std::int64_t n = element_count(a->view);
-    if (is_c_contiguous(a->view)) {
-      const std::int64_t shown = n < 6 ? n : 6;
-      std::vector<unsigned char> head(static_cast<std::size_t>(shown) * dt.itemsize());
-      if (shown > 0) {
-        runtime::memcpy_async(head.data(), a->view.data, head.size(), a->view.stream);
-        runtime::stream_synchronize(a->view.stream);
-      }
-      for (std::int64_t i = 0; i < shown; ++i)
-        values += (i ? ", " : "") + format_element(head.data() + i * dt.itemsize(), dt);
-      if (n > shown) values += ", ...";
-    } else {
-      values = "...";
-    }
-    std::string shape = "(";
-    for (int i = 0; i < a->view.ndim; ++i)
-      shape += std::to_string(a->view.shape[i]) + (a->view.ndim == 1 ? "," : i + 1 < a->view.ndim ? ", " : "");
-    shape += ")";
+    const std::int64_t shown = n < 6 ? n : 6;
+    const std::vector<unsigned char> head = leading_elements(a, shown);
+    for (std::int64_t i = 0; i < shown; ++i)
+      values += (i ? ", " : "") + format_element(head.data() + i * dt.itemsize(), dt);
+    if (n > shown) values += ", ...";
+    const std::string shape = shape_string(a->view.shape, static_cast<std::size_t>(a->view.ndim));
     auto kind = static_cast<memory_kind>(a->view.memory_kind);
     std::string device = kind == memory_kind::device || kind == memory_kind::managed
                              ? ", device=" + std::to_string(a->view.device.device_id)
@@ -639,8 +621,36 @@ PyMethodDef array_methods[] = {
      METH_VARARGS | METH_KEYWORDS,
      "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None): a DLPack capsule."},
     {"__dlpack_device__", array_dlpack_device, METH_NOARGS, "(DLPack device type, device id)."},
-    {"get", array_get, METH_NOARGS, "A NumPy copy on the host (PyCUDA's GPUArray.get())."},
-    {"fill", array_fill, METH_O, "Sets every element to a value (stream-ordered on the device)."},
+    {"get", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(array_get)),
+     METH_VARARGS | METH_KEYWORDS,
+     "get(stream=None): a NumPy copy on the host (PyCUDA's GPUArray.get()); waits for that stream."},
+    {"fill", array_fill, METH_O,
+     "fill(value): sets every element of any view to a value (stream-ordered on the device)."},
+    {"copy", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(array_copy)),
+     METH_VARARGS | METH_KEYWORDS,
+     "copy(dtype=None, memory=None, device=None, stream=None): a C-contiguous copy, in the same "
+     "memory and on the same device unless given (asynchronous on the stream)."},
+    {"copy_to", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(array_copy_to)),
+     METH_VARARGS | METH_KEYWORDS,
+     "copy_to(dst, stream=None): copies into an Array of the same shape and dtype, any layout and "
+     "memory (asynchronous on the stream)."},
+    {"to", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(array_to)),
+     METH_VARARGS | METH_KEYWORDS,
+     "to(memory=None, device=None, stream=None, dtype=None, copy=False): this array in another "
+     "memory kind, device or dtype; itself when nothing changes and copy is False."},
+    {"prefetch", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(array_prefetch)),
+     METH_VARARGS | METH_KEYWORDS,
+     "prefetch(device=None, stream=None): migrates managed memory to a device ('cpu' or -1 for "
+     "the host); None means the array's device."},
+    {"advise", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(array_advise)),
+     METH_VARARGS | METH_KEYWORDS,
+     "advise(advice, device=None): cudaMemAdvise for managed memory: 'set_read_mostly', "
+     "'unset_read_mostly', 'set_preferred_location', 'unset_preferred_location', "
+     "'set_accessed_by' or 'unset_accessed_by'."},
+    {"view", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(array_view)),
+     METH_VARARGS | METH_KEYWORDS,
+     "view(dtype=None): the same memory as another dtype (NumPy's rules: another itemsize needs "
+     "a contiguous last axis, whose extent scales)."},
     {"transpose", array_transpose, METH_VARARGS, "transpose(*axes): a view with permuted axes."},
     {"reshape", array_reshape, METH_VARARGS, "reshape(shape): a view with a new shape (C-contiguous arrays)."},
     {nullptr, nullptr, 0, nullptr}};
@@ -658,6 +668,7 @@ PyType_Slot array_slots[] = {
     {Py_tp_new, reinterpret_cast<void*>(disallow_new)},
     {Py_mp_length, reinterpret_cast<void*>(array_length)},
     {Py_mp_subscript, reinterpret_cast<void*>(array_subscript)},
+    {Py_mp_ass_subscript, reinterpret_cast<void*>(array_ass_subscript)},
     {Py_sq_length, reinterpret_cast<void*>(array_length)},
     {Py_bf_getbuffer, reinterpret_cast<void*>(array_getbuffer)},
     {Py_bf_releasebuffer, reinterpret_cast<void*>(array_releasebuffer)},
@@ -701,6 +712,8 @@ std::vector<std::int64_t> parse_shape(nb::handle shape) {
   return out;
 }
 
+}  // namespace
+
 dtype parse_dtype(nb::handle d) {
   if (d.is_none()) return dtypes::float64;
   if (PyUnicode_Check(d.ptr())) {
@@ -728,8 +741,6 @@ dtype parse_dtype(nb::handle d) {
 memory_kind parse_memory(const std::optional<std::string>& memory) {
   return memory ? parse_memory_kind(*memory) : default_memory_kind();
 }
-
-}  // namespace
 
 // None: the calling thread's current stream (what `with arrayport.cuda.Stream():` set).
 stream_handle parse_stream(nb::handle stream) {
@@ -859,7 +870,7 @@ void register_array(nb::module_& m) {
 
   // *_like: shape, dtype, memory kind and device of `a` unless given.
   auto like = [](nb::handle a_obj, nb::handle dt, const std::optional<std::string>& memory,
-                 std::optional<int> device, nb::handle stream) {
+                 std::optional<int> device, nb::handle /* stream: the caller's, passed on */) {
     array_object* a = require_array(a_obj, "like");
     nb::object shape = nb::steal(tuple_of(a->view.shape, a->view.ndim));
     nb::object dtype_obj = dt.is_none() ? nb::str(std::string(dtype::from_c(a->view.dtype).name()).c_str())
@@ -898,6 +909,16 @@ void register_array(nb::module_& m) {
         "device"_a = nb::none(), "stream"_a = nb::none(), "fill_value shaped like a.");
   m.def("_dlpack_live_exports", &dlpack_live_exports,
         "DLPack capsules exported and not yet released (for leak tests).");
+  m.def("_readonly_view", [](nb::handle a_obj) {
+          array_object* a = require_array(a_obj, "a");
+          nb::object v = nb::steal(make_view(a, static_cast<char*>(a->view.data),
+                                             std::vector<std::int64_t>(a->view.shape, a->view.shape + a->view.ndim),
+                                             std::vector<std::int64_t>(a->view.strides, a->view.strides + a->view.ndim),
+                                             dtype::from_c(a->view.dtype)));
+          as_array(v.ptr())->view.flags |= ARRAYPORT_VIEW_READONLY;
+          return v;
+        }, "a"_a, "A read-only view of a (for tests of read-only arrays).");
+  register_copy_functions(m);
 }
 
 }  // namespace arrayport::ext

@@ -43,10 +43,6 @@ nanobind::object make_owned_array(arrayport::buffer&& storage, arrayport::dtype 
 /// error set on failure. The function behind the C API's array_from_view.
 PyObject* array_from_view(const arrayport_view_t* view, PyObject* owner) noexcept;
 
-/// A `stream=` argument: None (the thread's current stream), an int handle, or an object with
-/// __cuda_stream__.
-stream_handle parse_stream(nanobind::handle stream);
-
 /// Creates the Array type and the creation functions in `m`.
 void register_array(nanobind::module_& m);
 

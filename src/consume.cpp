@@ -3,6 +3,7 @@
 #include "consume.hpp"
 
 #include "array.hpp"
+#include "array_internal.hpp"
 #include "current_stream.hpp"
 #include "errors.hpp"
 

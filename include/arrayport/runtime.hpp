@@ -492,6 +492,48 @@ inline void mem_prefetch_async(const void* p, std::size_t bytes, int device, str
 #endif
 }
 
+/// Advice for managed memory: the values of cudaMemoryAdvise.
+enum class mem_advice : int {
+  set_read_mostly = 1,
+  unset_read_mostly = 2,
+  set_preferred_location = 3,
+  unset_preferred_location = 4,
+  set_accessed_by = 5,
+  unset_accessed_by = 6
+};
+
+/// Advises the driver about managed memory; `device` < 0 names the host.
+inline void mem_advise(const void* p, std::size_t bytes, mem_advice advice, int device) {
+  require_device("advise");
+#if ARRAYPORT_HAS_CUDA
+  const auto a = static_cast<cudaMemoryAdvise>(static_cast<int>(advice));
+#if CUDART_VERSION >= 13000
+  cudaMemLocation loc{};
+  loc.type = device < 0 ? cudaMemLocationTypeHost : cudaMemLocationTypeDevice;
+  loc.id = device < 0 ? 0 : device;
+  ARRAYPORT_CUDA_CHECK(cudaMemAdvise(p, bytes, a, loc));
+#else
+  ARRAYPORT_CUDA_CHECK(cudaMemAdvise(p, bytes, a, device < 0 ? cudaCpuDeviceId : device));
+#endif
+#else
+  (void)p; (void)bytes; (void)advice; (void)device;
+#endif
+}
+
+// ---------------------------------------------------------------------------------------------
+// Kernel launches (the launch itself is compiled by nvcc where the kernel is)
+
+/// Throws cuda_error for a failed kernel launch (bad configuration, no image for this GPU), naming
+/// the kernel. Call right after a <<<...>>> launch; it does not wait for the kernel.
+inline void check_launch(const char* kernel) {
+#if ARRAYPORT_HAS_CUDA
+  cudaError_t status = cudaGetLastError();
+  if (status != cudaSuccess) detail::throw_cuda_error(status, kernel, __FILE__, __LINE__);
+#else
+  (void)kernel;
+#endif
+}
+
 // ---------------------------------------------------------------------------------------------
 // Streams and events
 

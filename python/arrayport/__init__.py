@@ -14,6 +14,7 @@ from ._core import (
     OutOfMemoryError,
     __version__,
     build_info,
+    copy,
     devices,
     empty,
     empty_like,
@@ -24,6 +25,7 @@ from ._core import (
     release_cached_memory,
     runtime_info,
     view,
+    to_gpu,
     zeros,
     zeros_like,
 )
@@ -37,6 +39,7 @@ __all__ = [
     "__version__",
     "build_info",
     "cmake_dir",
+    "copy",
     "cuda",
     "devices",
     "empty",
@@ -49,6 +52,7 @@ __all__ = [
     "release_cached_memory",
     "runtime_info",
     "view",
+    "to_gpu",
     "zeros",
     "zeros_like",
 ]

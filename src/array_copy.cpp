@@ -1,0 +1,639 @@
+// arrayport.Array copies: get, fill, copy, copy_to, to, __setitem__, prefetch and advise, and the
+// module functions copy and to_gpu. Every copy is one ::arrayport::detail::strided_copy on a stream (default:
+// the calling thread's current stream), ordered against the arrays' own streams with events.
+#include "array_internal.hpp"
+
+#include "current_stream.hpp"
+#include "errors.hpp"
+#include "scalars.hpp"
+#include "strided_copy.hpp"
+
+#include <arrayport/buffer.hpp>
+#include <arrayport/detail/fill.hpp>
+#include <arrayport/detail/strided_copy.hpp>
+#include <arrayport/error.hpp>
+#include <arrayport/memory_resource.hpp>
+#include <arrayport/runtime.hpp>
+
+#include <nanobind/stl/string.h>
+
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace nb = nanobind;
+
+namespace arrayport::ext {
+namespace {
+
+// ---- operands: the two sides of a copy --------------------------------------------------------
+
+// A strided view to copy from or into: an Array's, a buffer exporter's, or a temporary's.
+struct operand {
+  char* data = nullptr;
+  std::vector<std::int64_t> shape, strides;  // strides in BYTES
+  dtype dt{};
+  memory_kind kind = memory_kind::host;
+  int device = -1;                 // CUDA device of device and managed memory
+  stream_handle stream = nullptr;  // the stream the data is ordered on, when `ordered`
+  bool ordered = false;            // an Array's memory: order the copy against `stream`
+  bool foreign = false;            // a buffer exporter's memory, released when the call returns
+  bool readonly = false;
+
+  int ndim() const noexcept { return static_cast<int>(shape.size()); }
+  std::int64_t size() const noexcept {
+    std::int64_t n = 1;
+    for (std::int64_t e : shape) n *= e;
+    return n;
+  }
+  ::arrayport::detail::copy_operand side() const noexcept { return {data, strides.data(), kind, device}; }
+};
+
+std::vector<std::int64_t> c_strides(const std::vector<std::int64_t>& shape, std::size_t itemsize) {
+  std::vector<std::int64_t> strides(shape.size());
+  auto stride = static_cast<std::int64_t>(itemsize);
+  for (std::size_t i = shape.size(); i-- > 0;) {
+    strides[i] = stride;
+    stride *= shape[i];
+  }
+  return strides;
+}
+
+operand operand_of(array_object* a, char* data, const std::vector<std::int64_t>& shape,
+                   const std::vector<std::int64_t>& element_strides) {
+  operand op;
+  op.data = data;
+  op.dt = dtype::from_c(a->view.dtype);
+  op.shape = shape;
+  const auto item = static_cast<std::int64_t>(op.dt.itemsize());
+  op.strides.resize(element_strides.size());
+  for (std::size_t i = 0; i < element_strides.size(); ++i) op.strides[i] = element_strides[i] * item;
+  op.kind = static_cast<memory_kind>(a->view.memory_kind);
+  op.device = ::arrayport::detail::is_gpu_memory(op.kind) ? a->view.device.device_id : -1;
+  op.stream = a->view.stream;
+  op.ordered = true;
+  op.readonly = is_readonly(a);
+  return op;
+}
+
+operand operand_of(array_object* a) {
+  return operand_of(a, static_cast<char*>(a->view.data),
+                    std::vector<std::int64_t>(a->view.shape, a->view.shape + a->view.ndim),
+                    std::vector<std::int64_t>(a->view.strides, a->view.strides + a->view.ndim));
+}
+
+std::string type_name(PyObject* o) { return Py_TYPE(o)->tp_name; }
+
+// A buffer-protocol export held for the duration of a copy (PyBUF_RECORDS_RO: any strides, the
+// format; PyBUF_RECORDS when it is written to).
+class held_buffer {
+ public:
+  held_buffer(PyObject* obj, bool writable) {
+    if (PyObject_GetBuffer(obj, &m_view, writable ? PyBUF_RECORDS : PyBUF_RECORDS_RO) != 0)
+      throw nb::python_error();
+    m_held = true;
+  }
+  ~held_buffer() {
+    if (m_held) PyBuffer_Release(&m_view);
+  }
+  held_buffer(const held_buffer&) = delete;
+  held_buffer& operator=(const held_buffer&) = delete;
+
+  operand to_operand(const char* what) const {
+    operand op;
+    try {
+      op.dt = parse_buffer_format(m_view.format, static_cast<std::size_t>(m_view.itemsize));
+    } catch (const type_error& e) {
+      throw type_error(std::string(what) + ": " + e.what());
+    } catch (const value_error& e) {
+      throw value_error(std::string(what) + ": " + e.what());
+    }
+    op.data = static_cast<char*>(m_view.buf);
+    op.shape.assign(m_view.shape, m_view.shape + m_view.ndim);
+    if (m_view.strides) op.strides.assign(m_view.strides, m_view.strides + m_view.ndim);
+    else op.strides = c_strides(op.shape, op.dt.itemsize());
+    // Registered or pinned host memory (and managed memory) is read by the GPU asynchronously.
+    const runtime::pointer_info info = runtime::query_pointer(m_view.buf);
+    op.kind = info.kind;
+    op.device = info.device;
+    op.readonly = m_view.readonly != 0;
+    op.foreign = true;
+    return op;
+  }
+
+ private:
+  Py_buffer m_view{};
+  bool m_held = false;
+};
+
+// ---- ordering and the copy itself --------------------------------------------------------------
+
+// Copies `src` into `dst` (equal shapes and dtypes, not overlapping) on `stream`, after the work
+// queued on either Array's stream; work queued on those streams afterwards comes after the copy
+// (a reader of `dst`, and the stream-ordered release of `src`'s memory). The GIL is released.
+void copy_ordered(const operand& dst, const operand& src, stream_handle stream) {
+  nb::gil_scoped_release release;
+  if (dst.ordered) runtime::order_streams(dst.stream, stream, -1);
+  if (src.ordered) runtime::order_streams(src.stream, stream, -1);
+  ::arrayport::detail::strided_copy(dst.side(), src.side(), dst.shape.data(), dst.ndim(), dst.dt.itemsize(),
+                       stream, copy_kernel);
+  if (dst.ordered) runtime::order_streams(stream, dst.stream, -1);
+  if (src.ordered) runtime::order_streams(stream, src.stream, -1);
+  // A foreign buffer is released when the call returns; the GPU may still be reading memory it
+  // can address directly (pinned or managed), so wait for this stream (not the device).
+  if ((src.foreign && src.kind != memory_kind::host) || (dst.foreign && dst.kind != memory_kind::host))
+    runtime::stream_synchronize(stream);
+}
+
+bool overlaps(const operand& a, const operand& b) {
+  std::uintptr_t lo_a, hi_a, lo_b, hi_b;
+  ::arrayport::detail::byte_span(a.side(), a.shape.data(), a.ndim(), a.dt.itemsize(), lo_a, hi_a);
+  ::arrayport::detail::byte_span(b.side(), b.shape.data(), b.ndim(), b.dt.itemsize(), lo_b, hi_b);
+  return lo_a < hi_b && lo_b < hi_a;
+}
+
+// A C-contiguous copy of `src` in a temporary of the same memory kind, kept alive by `storage`,
+// which releases it in order on `stream`.
+operand staged(const operand& src, stream_handle stream, buffer& storage) {
+  storage = buffer(static_cast<std::size_t>(src.size()) * src.dt.itemsize(), src.kind, src.device, stream);
+  operand t = src;
+  t.data = static_cast<char*>(storage.data());
+  t.strides = c_strides(src.shape, src.dt.itemsize());
+  t.kind = storage.kind();
+  t.ordered = false;
+  t.foreign = false;
+  copy_ordered(t, src, stream);
+  return t;
+}
+
+// `value` broadcast to `shape` with NumPy's rules: axes are matched from the right, an extent of 1
+// (or a missing axis) repeats with stride 0, and leading extents of 1 beyond the target's rank go.
+operand broadcast_to(operand v, const std::vector<std::int64_t>& shape, const char* what) {
+  const auto fail = [&] {
+    throw value_error(std::string(what) + ": could not broadcast input array from shape " +
+                      shape_string(v.shape.data(), v.shape.size()) + " into shape " +
+                      shape_string(shape.data(), shape.size()));
+  };
+  std::size_t drop = 0;
+  while (v.shape.size() - drop > shape.size() && v.shape[drop] == 1) ++drop;
+  if (v.shape.size() - drop > shape.size()) fail();
+  operand out = v;
+  out.shape = shape;
+  out.strides.assign(shape.size(), 0);
+  const std::size_t offset = shape.size() - (v.shape.size() - drop);
+  for (std::size_t i = offset; i < shape.size(); ++i) {
+    const std::size_t j = i - offset + drop;
+    if (v.shape[j] == shape[i]) out.strides[i] = v.strides[j];
+    else if (v.shape[j] != 1) fail();
+  }
+  return out;
+}
+
+// ---- arguments -----------------------------------------------------------------------------------
+
+std::optional<std::string> memory_arg(PyObject* memory) {
+  if (memory == Py_None) return std::nullopt;
+  if (!PyUnicode_Check(memory))
+    throw type_error("memory: expected one of 'device', 'managed', 'pinned', 'host' or None, got " +
+                     type_name(memory));
+  return std::string(nb::borrow<nb::str>(memory).c_str());
+}
+
+std::optional<int> device_arg(PyObject* device) {
+  if (device == Py_None) return std::nullopt;
+  if (PyBool_Check(device) || !PyIndex_Check(device))
+    throw type_error("device: expected a device index (int) or None, got " + type_name(device));
+  const long long d = PyLong_AsLongLong(nb::steal(PyNumber_Index(device)).ptr());
+  if (d == -1 && PyErr_Occurred()) throw nb::python_error();
+  if (d < 0 || d > INT32_MAX)
+    throw value_error("device: expected a device index >= 0 or None, got " + std::to_string(d));
+  return static_cast<int>(d);
+}
+
+// A memory location for prefetch/advise: None (`fallback`), a device index, or the host as -1,
+// 'cpu' or 'host'.
+int location_arg(PyObject* device, int fallback, const char* what) {
+  if (device == Py_None) return fallback;
+  if (PyUnicode_Check(device)) {
+    std::string name = nb::borrow<nb::str>(device).c_str();
+    if (name == "cpu" || name == "host") return -1;
+    throw value_error(std::string(what) + ": device: expected a device index, -1, 'cpu' or None, got '" +
+                      name + "'");
+  }
+  if (PyBool_Check(device) || !PyIndex_Check(device))
+    throw type_error(std::string(what) + ": device: expected a device index, -1, 'cpu' or None, got " +
+                     type_name(device));
+  const long long d = PyLong_AsLongLong(nb::steal(PyNumber_Index(device)).ptr());
+  if (d == -1 && PyErr_Occurred()) throw nb::python_error();
+  if (d < -1 || d > INT32_MAX)
+    throw value_error(std::string(what) + ": device: expected a device index, -1 (the host), 'cpu' or "
+                      "None, got " + std::to_string(d));
+  if (d >= 0) runtime::require_device_index(static_cast<int>(d), what);
+  return static_cast<int>(d);
+}
+
+std::optional<dtype> dtype_arg(PyObject* d) {
+  if (d == Py_None) return std::nullopt;
+  return parse_dtype(d);
+}
+
+// ---- NumPy, for host results and dtype conversions --------------------------------------------
+
+nb::module_ import_numpy(const std::string& why) {
+  try {
+    return nb::module_::import_("numpy");
+  } catch (nb::python_error&) {
+    throw type_error(why + " needs NumPy, which is not installed");
+  }
+}
+
+// A NumPy array holding `a`'s values on the host, C-contiguous, complete when returned.
+nb::object to_numpy(array_object* a, stream_handle stream) {
+  const dtype dt = dtype::from_c(a->view.dtype);
+  if (dt == dtypes::bfloat16)
+    throw type_error("get(): NumPy has no bfloat16 dtype; view it as uint16 (a.view('uint16')) or "
+                     "export it through DLPack");
+  nb::module_ np = import_numpy("get()");
+  nb::object out = np.attr("empty")(nb::steal(tuple_of(a->view.shape, a->view.ndim)), to_typestr(dt));
+  held_buffer target(out.ptr(), true);
+  operand dst = target.to_operand("get()");
+  copy_ordered(dst, operand_of(a), stream);
+  {
+    nb::gil_scoped_release release;
+    runtime::stream_synchronize(stream);  // the caller reads it on return; this stream only
+  }
+  return out;
+}
+
+// `value` converted to `to` on the host, as NumPy converts (what its __setitem__ and astype do).
+// The GPU has no conversion kernel here: arrayport.ops.astype is the fast path.
+nb::object converted(PyObject* value, dtype to, stream_handle stream, const char* what) {
+  if (to == dtypes::bfloat16)
+    throw type_error(std::string(what) + ": converting to bfloat16 is not supported here; give a "
+                     "bfloat16 array");
+  nb::module_ np = import_numpy(std::string(what) + ": converting to " + std::string(to.name()));
+  // An Array goes through get(): device memory has no buffer protocol.
+  nb::object host = is_array(value) ? to_numpy(as_array(value), stream) : nb::borrow(value);
+  return np.attr("asarray")(host, to_typestr(to));
+}
+
+// ---- values to assign ---------------------------------------------------------------------------
+
+bool is_python_scalar(PyObject* v) {
+  return PyLong_Check(v) || PyFloat_Check(v) || PyComplex_Check(v);  // bool is an int
+}
+
+// Writes one `dt` element everywhere in `dst`, on `stream`.
+void fill_operand(const operand& dst, const unsigned char* element, stream_handle stream,
+                  bool c_contiguous) {
+  const std::size_t itemsize = dst.dt.itemsize();
+  if (c_contiguous) {
+    nb::gil_scoped_release release;
+    if (dst.ordered) runtime::order_streams(dst.stream, stream, -1);
+    ::arrayport::detail::fill_pattern(dst.data, element, itemsize, static_cast<std::size_t>(dst.size()),
+                         dst.kind, stream);
+    if (dst.ordered) runtime::order_streams(stream, dst.stream, -1);
+    return;
+  }
+  // A source of one element repeated with stride 0. strided_copy reads it before returning (the
+  // GPU gets it through a pinned temporary), so it may live on this stack.
+  operand src = dst;
+  src.data = reinterpret_cast<char*>(const_cast<unsigned char*>(element));
+  src.strides.assign(dst.shape.size(), 0);
+  src.kind = memory_kind::host;
+  src.device = -1;
+  src.ordered = false;
+  src.foreign = false;
+  copy_ordered(dst, src, stream);
+}
+
+bool is_c_contiguous(const operand& op) {
+  auto expected = static_cast<std::int64_t>(op.dt.itemsize());
+  for (std::size_t i = op.shape.size(); i-- > 0;) {
+    if (op.shape[i] == 0) return true;
+    if (op.shape[i] != 1 && op.strides[i] != expected) return false;  // extents of 1: any stride
+    expected *= op.shape[i];
+  }
+  return true;
+}
+
+// dst[...] = value: a Python number, an arrayport Array, or a buffer exporter (NumPy), broadcast
+// to dst's shape and converted to its dtype as NumPy would.
+void assign(const operand& dst, PyObject* value, stream_handle stream, const char* what) {
+  if (dst.readonly) throw value_error(std::string(what) + ": assignment destination is read-only");
+  if (!is_array(value) && (is_python_scalar(value) ||
+                           (!PyObject_CheckBuffer(value) && PyNumber_Check(value) &&
+                            !PySequence_Check(value)))) {
+    alignas(16) unsigned char element[16] = {};  // aligned: the copy moves it in whole words
+    scalar_to_bytes(value, dst.dt, element);
+    fill_operand(dst, element, stream, is_c_contiguous(dst));
+    return;
+  }
+  if (PyUnicode_Check(value))
+    throw type_error(std::string(what) + ": expected a number, an arrayport.Array, an object with "
+                     "the buffer protocol or a sequence, got str");
+  nb::object converted_value;  // alive until the copy is done
+  std::optional<held_buffer> held;
+  operand src;
+  if (is_array(value) && dtype::from_c(as_array(value)->view.dtype) == dst.dt) {
+    src = operand_of(as_array(value));
+  } else {
+    if (!is_array(value) && PyObject_CheckBuffer(value)) {
+      held.emplace(value, false);
+      src = held->to_operand(what);
+    }
+    if (is_array(value) || !held || src.dt != dst.dt) {
+      held.reset();
+      if (!is_array(value) && !PyObject_CheckBuffer(value) && !PySequence_Check(value))
+        throw type_error(std::string(what) + ": expected a number, an arrayport.Array, an object with "
+                         "the buffer protocol or a sequence, got " + type_name(value));
+      converted_value = converted(value, dst.dt, stream, what);
+      held.emplace(converted_value.ptr(), false);
+      src = held->to_operand(what);
+    }
+  }
+  buffer temporary;
+  if (overlaps(dst, src)) src = staged(src, stream, temporary);  // as NumPy does: a[1:] = a[:-1]
+  copy_ordered(dst, broadcast_to(src, dst.shape, what), stream);
+}
+
+// ---- new arrays ---------------------------------------------------------------------------------
+
+// A new C-contiguous Array of `kind` on `device` holding `src` (converted to `dt`), on `stream`.
+nb::object copy_to_new(PyObject* src_obj, const operand& src, dtype dt, memory_kind kind, int device,
+                       stream_handle stream, const char* what) {
+  const std::size_t bytes = static_cast<std::size_t>(src.size()) * dt.itemsize();
+  nb::object out = make_owned_array(buffer(bytes, kind, device, stream), dt, src.shape);
+  operand dst = operand_of(as_array(out.ptr()));
+  if (dt == src.dt) {
+    copy_ordered(dst, src, stream);
+  } else {
+    nb::object host = converted(src_obj, dt, stream, what);
+    held_buffer held(host.ptr(), false);
+    copy_ordered(dst, held.to_operand(what), stream);
+  }
+  return out;
+}
+
+int device_of(const operand& op) { return ::arrayport::detail::is_gpu_memory(op.kind) ? op.device : -1; }
+
+// ---- methods --------------------------------------------------------------------------------------
+
+template <class F>
+PyObject* method(F&& f) {
+  return guarded<PyObject*>(nullptr, [&]() -> PyObject* { return f().release().ptr(); });
+}
+
+}  // namespace
+
+PyObject* array_get(PyObject* self, PyObject* args, PyObject* kwargs) {
+  static const char* keywords[] = {"stream", nullptr};
+  PyObject* stream = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:get", const_cast<char**>(keywords), &stream))
+    return nullptr;
+  return method([&] { return to_numpy(as_array(self), parse_stream(stream)); });
+}
+
+PyObject* array_fill(PyObject* self, PyObject* value) {
+  return method([&] {
+    array_object* a = as_array(self);
+    if (is_readonly(a)) throw value_error("fill(): assignment destination is read-only");
+    const dtype dt = dtype::from_c(a->view.dtype);
+    alignas(16) unsigned char element[16] = {};
+    scalar_to_bytes(value, dt, element);
+    // On the array's own stream, as the creation functions that call this fill.
+    if (is_c_contiguous(a->view)) {  // zeros() and friends come here: no operand to build
+      nb::gil_scoped_release release;
+      ::arrayport::detail::fill_pattern(a->view.data, element, dt.itemsize(),
+                                        static_cast<std::size_t>(element_count(a->view)),
+                                        static_cast<memory_kind>(a->view.memory_kind), a->view.stream);
+    } else {
+      fill_operand(operand_of(a), element, a->view.stream, false);
+    }
+    return nb::none();
+  });
+}
+
+int array_ass_subscript(PyObject* self, PyObject* key, PyObject* value) {
+  if (!value) {
+    PyErr_SetString(PyExc_ValueError, "cannot delete array elements");
+    return -1;
+  }
+  return guarded<int>(-1, [&] {
+    array_object* a = as_array(self);
+    if (is_readonly(a)) throw value_error("assignment destination is read-only");
+    basic_index target = resolve_basic_index(a, key);
+    assign(operand_of(a, target.data, target.shape, target.strides), value, current_stream().handle,
+           "value");
+    return 0;
+  });
+}
+
+PyObject* array_copy(PyObject* self, PyObject* args, PyObject* kwargs) {
+  static const char* keywords[] = {"dtype", "memory", "device", "stream", nullptr};
+  PyObject *dtype_obj = Py_None, *memory = Py_None, *device = Py_None, *stream = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OOOO:copy", const_cast<char**>(keywords),
+                                   &dtype_obj, &memory, &device, &stream))
+    return nullptr;
+  return method([&] {
+    const operand src = operand_of(as_array(self));
+    const std::optional<std::string> mem = memory_arg(memory);
+    const memory_kind kind = mem ? parse_memory(mem) : src.kind;
+    const int dev = device_arg(device).value_or(mem && kind != src.kind ? -1 : device_of(src));
+    return copy_to_new(self, src, dtype_arg(dtype_obj).value_or(src.dt), kind, dev,
+                       parse_stream(stream), "copy");
+  });
+}
+
+PyObject* array_copy_to(PyObject* self, PyObject* args, PyObject* kwargs) {
+  static const char* keywords[] = {"dst", "stream", nullptr};
+  PyObject *dst_obj = nullptr, *stream = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O:copy_to", const_cast<char**>(keywords),
+                                   &dst_obj, &stream))
+    return nullptr;
+  return method([&] {
+    const operand src = operand_of(as_array(self));
+    std::optional<held_buffer> held;
+    operand dst;
+    if (is_array(dst_obj)) {
+      dst = operand_of(as_array(dst_obj));
+    } else if (PyObject_CheckBuffer(dst_obj)) {
+      held.emplace(dst_obj, false);
+      dst = held->to_operand("copy_to: dst");
+    } else {
+      throw type_error("copy_to: dst: expected an arrayport.Array or a writable object with the "
+                       "buffer protocol, got " + type_name(dst_obj));
+    }
+    if (dst.readonly) throw value_error("copy_to: dst is read-only (assignment destination is read-only)");
+    if (dst.shape != src.shape)
+      throw value_error("copy_to: dst: expected shape " + shape_string(src.shape.data(), src.shape.size()) +
+                        " (the source's), got " + shape_string(dst.shape.data(), dst.shape.size()));
+    if (dst.dt != src.dt)
+      throw type_error("copy_to: dst: expected dtype " + std::string(src.dt.name()) +
+                       " (the source's), got " + std::string(dst.dt.name()) +
+                       "; convert with copy(dtype=...) or assign with dst[...] = src");
+    buffer temporary;
+    const stream_handle s = parse_stream(stream);
+    copy_ordered(dst, overlaps(dst, src) ? staged(src, s, temporary) : src, s);
+    return nb::none();
+  });
+}
+
+PyObject* array_to(PyObject* self, PyObject* args, PyObject* kwargs) {
+  static const char* keywords[] = {"memory", "device", "stream", "dtype", "copy", nullptr};
+  PyObject *memory = Py_None, *device = Py_None, *stream = Py_None, *dtype_obj = Py_None;
+  int force_copy = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OOOOp:to", const_cast<char**>(keywords), &memory,
+                                   &device, &stream, &dtype_obj, &force_copy))
+    return nullptr;
+  return method([&]() -> nb::object {
+    const operand src = operand_of(as_array(self));
+    const std::optional<std::string> mem = memory_arg(memory);
+    const std::optional<int> dev_arg = device_arg(device);
+    const dtype dt = dtype_arg(dtype_obj).value_or(src.dt);
+    const stream_handle s = parse_stream(stream);  // checked even when nothing is copied
+    const memory_kind asked = mem ? parse_memory(mem) : src.kind;
+    // Where the memory would come from: managed and pinned requests are host memory without a GPU.
+    const int dev = dev_arg.value_or(asked == src.kind ? device_of(src) : -1);
+    const memory_resource& resource = get_memory_resource(asked, dev);
+    const bool same_place = resource.kind() == src.kind &&
+                            (!::arrayport::detail::is_gpu_memory(src.kind) || resource.device() == src.device);
+    if (same_place && dt == src.dt && !force_copy) return nb::borrow(self);
+    return copy_to_new(self, src, dt, asked, dev, s, "to");
+  });
+}
+
+PyObject* array_prefetch(PyObject* self, PyObject* args, PyObject* kwargs) {
+  static const char* keywords[] = {"device", "stream", nullptr};
+  PyObject *device = Py_None, *stream = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OO:prefetch", const_cast<char**>(keywords),
+                                   &device, &stream))
+    return nullptr;
+  return method([&] {
+    array_object* a = as_array(self);
+    const operand op = operand_of(a);
+    if (op.kind != memory_kind::managed)
+      throw value_error("prefetch: needs managed memory, but this array is in " +
+                        std::string(to_string(op.kind)) + " memory");
+    const int where = location_arg(device, op.device, "prefetch");
+    const stream_handle s = parse_stream(stream);
+    std::uintptr_t lo, hi;
+    ::arrayport::detail::byte_span(op.side(), op.shape.data(), op.ndim(), op.dt.itemsize(), lo, hi);
+    if (hi > lo) {
+      nb::gil_scoped_release release;
+      runtime::order_streams(op.stream, s, -1);
+      runtime::mem_prefetch_async(reinterpret_cast<const void*>(lo), hi - lo, where, s);
+    }
+    return nb::none();
+  });
+}
+
+PyObject* array_advise(PyObject* self, PyObject* args, PyObject* kwargs) {
+  static const char* keywords[] = {"advice", "device", nullptr};
+  PyObject *advice = nullptr, *device = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O:advise", const_cast<char**>(keywords), &advice,
+                                   &device))
+    return nullptr;
+  return method([&] {
+    static const std::pair<const char*, runtime::mem_advice> names[] = {
+        {"set_read_mostly", runtime::mem_advice::set_read_mostly},
+        {"unset_read_mostly", runtime::mem_advice::unset_read_mostly},
+        {"set_preferred_location", runtime::mem_advice::set_preferred_location},
+        {"unset_preferred_location", runtime::mem_advice::unset_preferred_location},
+        {"set_accessed_by", runtime::mem_advice::set_accessed_by},
+        {"unset_accessed_by", runtime::mem_advice::unset_accessed_by}};
+    const char* expected = "expected one of 'set_read_mostly', 'unset_read_mostly', "
+                           "'set_preferred_location', 'unset_preferred_location', "
+                           "'set_accessed_by', 'unset_accessed_by'";
+    if (!PyUnicode_Check(advice))
+      throw type_error(std::string("advise: advice: ") + expected + ", got " + type_name(advice));
+    const std::string name = nb::borrow<nb::str>(advice).c_str();
+    const runtime::mem_advice* chosen = nullptr;
+    for (const auto& [n, v] : names)
+      if (name == n) chosen = &v;
+    if (!chosen) throw value_error(std::string("advise: advice: ") + expected + ", got '" + name + "'");
+    array_object* a = as_array(self);
+    const operand op = operand_of(a);
+    if (op.kind != memory_kind::managed)
+      throw value_error("advise: needs managed memory, but this array is in " +
+                        std::string(to_string(op.kind)) + " memory");
+    const int where = location_arg(device, op.device, "advise");
+    std::uintptr_t lo, hi;
+    ::arrayport::detail::byte_span(op.side(), op.shape.data(), op.ndim(), op.dt.itemsize(), lo, hi);
+    if (hi > lo) runtime::mem_advise(reinterpret_cast<const void*>(lo), hi - lo, *chosen, where);
+    return nb::none();
+  });
+}
+
+std::vector<unsigned char> leading_elements(array_object* a, std::int64_t count) {
+  const std::size_t itemsize = itemsize_of(a);
+  std::vector<unsigned char> head(static_cast<std::size_t>(count) * itemsize);
+  if (count <= 0) return head;
+  const int ndim = a->view.ndim;
+  std::vector<std::int64_t> index(static_cast<std::size_t>(ndim), 0);
+  const auto kind = static_cast<memory_kind>(a->view.memory_kind);
+  nb::gil_scoped_release release;
+  if (is_host_accessible(kind)) runtime::stream_synchronize(a->view.stream);
+  for (std::int64_t i = 0; i < count; ++i) {
+    std::int64_t offset = 0;
+    for (int k = 0; k < ndim; ++k) offset += index[static_cast<std::size_t>(k)] * a->view.strides[k];
+    const char* element = static_cast<const char*>(a->view.data) + offset * static_cast<std::int64_t>(itemsize);
+    unsigned char* out = head.data() + static_cast<std::size_t>(i) * itemsize;
+    if (is_host_accessible(kind)) std::memcpy(out, element, itemsize);
+    else runtime::memcpy_async(out, element, itemsize, a->view.stream);  // a few bytes each
+    for (int k = ndim - 1; k >= 0; --k) {  // the next index in C order
+      if (++index[static_cast<std::size_t>(k)] < a->view.shape[k]) break;
+      index[static_cast<std::size_t>(k)] = 0;
+    }
+  }
+  if (!is_host_accessible(kind)) runtime::stream_synchronize(a->view.stream);
+  return head;
+}
+
+void register_copy_functions(nb::module_& m) {
+  using namespace nb::literals;
+  m.def("copy", [](nb::handle a, nb::handle dtype_obj, nb::handle memory, nb::handle device,
+                   nb::handle stream) -> nb::object {
+          if (is_array(a.ptr())) {
+            nb::object method = a.attr("copy");
+            return method("dtype"_a = dtype_obj, "memory"_a = memory, "device"_a = device,
+                          "stream"_a = stream);
+          }
+          if (!PyObject_CheckBuffer(a.ptr()))
+            throw type_error("copy: a: expected an arrayport.Array or an object with the buffer "
+                             "protocol, got " + type_name(a.ptr()));
+          held_buffer held(a.ptr(), false);
+          const operand src = held.to_operand("copy: a");
+          const std::optional<std::string> mem = memory_arg(memory.ptr());
+          return copy_to_new(a.ptr(), src, dtype_arg(dtype_obj.ptr()).value_or(src.dt),
+                             parse_memory(mem), device_arg(device.ptr()).value_or(-1),
+                             parse_stream(stream), "copy");
+        }, "a"_a, "dtype"_a = nb::none(), "memory"_a = nb::none(), "device"_a = nb::none(),
+        "stream"_a = nb::none(),
+        "A C-contiguous copy of an Array (in its memory unless memory= is given) or of a "
+        "buffer-protocol object such as a NumPy array (in the default memory), asynchronous on "
+        "the stream.");
+  m.def("to_gpu", [](nb::handle a, nb::handle stream, nb::handle device, nb::handle dtype_obj) -> nb::object {
+          const stream_handle s = parse_stream(stream);
+          const int dev = device_arg(device.ptr()).value_or(-1);
+          if (is_array(a.ptr())) {
+            const operand src = operand_of(as_array(a.ptr()));
+            return copy_to_new(a.ptr(), src, dtype_arg(dtype_obj.ptr()).value_or(src.dt),
+                               memory_kind::device, dev, s, "to_gpu");
+          }
+          if (!PyObject_CheckBuffer(a.ptr()))
+            throw type_error("to_gpu: a: expected a NumPy array or another object with the buffer "
+                             "protocol, got " + type_name(a.ptr()));
+          held_buffer held(a.ptr(), false);
+          const operand src = held.to_operand("to_gpu: a");
+          return copy_to_new(a.ptr(), src, dtype_arg(dtype_obj.ptr()).value_or(src.dt),
+                             memory_kind::device, dev, s, "to_gpu");
+        }, "a"_a, "stream"_a = nb::none(), "device"_a = nb::none(), "dtype"_a = nb::none(),
+        "A device-memory Array holding a copy of a host array (PyCUDA's gpuarray.to_gpu): any "
+        "object with the buffer protocol, any strides.");
+}
+
+}  // namespace arrayport::ext

@@ -1,0 +1,101 @@
+// What the translation units of arrayport.Array share: layout predicates, argument parsing and view
+// construction (array.cpp), and the copying methods (array_copy.cpp).
+#pragma once
+
+#include "array.hpp"
+
+#include <arrayport/dtype.hpp>
+#include <arrayport/memory_kind.hpp>
+
+#include <nanobind/nanobind.h>
+
+#include <Python.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace arrayport::ext {
+
+inline array_object* as_array(PyObject* o) noexcept { return reinterpret_cast<array_object*>(o); }
+
+inline std::size_t itemsize_of(const array_object* a) {
+  return dtype::from_c(a->view.dtype).itemsize();
+}
+
+inline std::int64_t element_count(const arrayport_view_t& v) noexcept {
+  std::int64_t n = 1;
+  for (int i = 0; i < v.ndim; ++i) n *= v.shape[i];
+  return n;
+}
+
+inline bool is_c_contiguous(const arrayport_view_t& v) noexcept {
+  std::int64_t expected = 1;
+  for (int i = v.ndim - 1; i >= 0; --i) {
+    if (v.shape[i] == 0) return true;
+    if (v.shape[i] != 1 && v.strides[i] != expected) return false;
+    expected *= v.shape[i];
+  }
+  return true;
+}
+
+inline bool is_f_contiguous(const arrayport_view_t& v) noexcept {
+  std::int64_t expected = 1;
+  for (int i = 0; i < v.ndim; ++i) {
+    if (v.shape[i] == 0) return true;
+    if (v.shape[i] != 1 && v.strides[i] != expected) return false;
+    expected *= v.shape[i];
+  }
+  return true;
+}
+
+inline bool is_readonly(const array_object* a) noexcept {
+  return (a->view.flags & ARRAYPORT_VIEW_READONLY) != 0;
+}
+
+/// A tuple of `n` ints, each multiplied by `scale`. New reference, nullptr with an error set.
+PyObject* tuple_of(const std::int64_t* values, int n, std::int64_t scale = 1);
+
+/// "(3, 4)", "(5,)", "()": a shape as Python prints it, for messages.
+std::string shape_string(const std::int64_t* shape, std::size_t ndim);
+
+/// Where a basic index (ints, slices, Ellipsis, None) of `a` points: the first element and the
+/// layout (strides in elements). Throws with IndexError set for a bad key.
+struct basic_index {
+  char* data;
+  std::vector<std::int64_t> shape, strides;
+};
+basic_index resolve_basic_index(array_object* a, PyObject* key);
+
+/// A new Array viewing `src`'s memory with another layout and dtype (strides in elements of
+/// `dt`); it keeps the root owner alive. New reference.
+PyObject* make_view(array_object* src, char* data, const std::vector<std::int64_t>& shape,
+                    const std::vector<std::int64_t>& strides, dtype dt);
+
+/// dtype=: a name ('float32', 'f4'), a NumPy dtype or scalar type, or a Python number type;
+/// None means float64.
+dtype parse_dtype(nanobind::handle d);
+/// memory=: a memory kind name, or nullopt for the default kind.
+memory_kind parse_memory(const std::optional<std::string>& memory);
+/// stream=: None (the calling thread's current stream), an int handle, or an object with
+/// __cuda_stream__.
+stream_handle parse_stream(nanobind::handle stream);
+
+// Methods and slots of arrayport.Array implemented in array_copy.cpp.
+PyObject* array_get(PyObject* self, PyObject* args, PyObject* kwargs);
+PyObject* array_fill(PyObject* self, PyObject* value);
+PyObject* array_copy(PyObject* self, PyObject* args, PyObject* kwargs);
+PyObject* array_copy_to(PyObject* self, PyObject* args, PyObject* kwargs);
+PyObject* array_to(PyObject* self, PyObject* args, PyObject* kwargs);
+PyObject* array_prefetch(PyObject* self, PyObject* args, PyObject* kwargs);
+PyObject* array_advise(PyObject* self, PyObject* args, PyObject* kwargs);
+int array_ass_subscript(PyObject* self, PyObject* key, PyObject* value);
+
+/// Up to `count` leading elements of `a` in C order, copied to the host (for repr).
+std::vector<unsigned char> leading_elements(array_object* a, std::int64_t count);
+
+/// Creates arrayport.copy and arrayport.to_gpu in `m`.
+void register_copy_functions(nanobind::module_& m);
+
+}  // namespace arrayport::ext
