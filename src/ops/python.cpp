@@ -200,23 +200,28 @@ nb::object elementwise(ops::op_id op, const char* op_name, const nb::handle* obj
                      arrayport::detail::describe(args[0].view.dtype()));
 
   std::vector<const ops_arg*> arrays;
-  for (int i = 0; i < n + (has_out ? 1 : 0); ++i)
+  for (int i = 0; i < n; ++i)
     if (args[i].kind == weak_kind::none) arrays.push_back(&args[i]);
   std::vector<std::int64_t> shape = ops::broadcast_shapes(op_name, arrays);
   if (has_out) {
+    // The inputs broadcast to out's shape (as in NumPy), and out has the result dtype exactly.
     const strided_view& ov = args[n].view;
+    const int nd = static_cast<int>(shape.size()), off = ov.ndim() - nd;
+    bool fits = off >= 0;
+    for (int d = 0; fits && d < nd; ++d)
+      fits = shape[std::size_t(d)] == 1 || shape[std::size_t(d)] == ov.extent(off + d);
+    if (!fits)
+      throw value_error(std::string(op_name) + ": out: expected shape " +
+                        shape_str(shape.data(), nd) + ", got " +
+                        shape_str(ov.c_view().shape, ov.ndim()));
     if (ov.dtype() != out_dt)
       throw type_error(std::string(op_name) + ": out: expected dtype " +
                        std::string(out_dt.name()) + ", got " +
                        arrayport::detail::describe(ov.dtype()));
-    bool same = static_cast<int>(shape.size()) == ov.ndim();
-    for (int d = 0; same && d < ov.ndim(); ++d) same = shape[std::size_t(d)] == ov.extent(d);
-    if (!same)
-      throw value_error(std::string(op_name) + ": out: expected shape " +
-                        shape_str(shape.data(), int(shape.size())) + ", got " +
-                        shape_str(ov.c_view().shape, ov.ndim()));
     if (ov.readonly())
       throw value_error(std::string(op_name) + ": out: expected a writable array, got a read-only one");
+    shape.assign(ov.c_view().shape, ov.c_view().shape + ov.ndim());
+    arrays.push_back(&args[n]);
   }
   const ops::placement where = ops::place(op_name, arrays);
 
