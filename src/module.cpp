@@ -3,6 +3,7 @@
 #include "consume.hpp"
 #include "cuda.hpp"
 #include "errors.hpp"
+#include "ops/python.hpp"
 #include "runtime_info.hpp"
 
 #include <arrayport/error.hpp>
@@ -24,6 +25,7 @@ NB_MODULE(_core, m) {
   arrayport::ext::register_cuda(m);
   arrayport::ext::register_array(m);
   arrayport::ext::register_consume(m);
+  arrayport::ext::register_ops(m);
 
   m.def("build_info", &arrayport::ext::build_info,
         "How this build was configured: version, CUDA, architectures, compilers.");

@@ -29,7 +29,7 @@ from ._core import (
     zeros,
     zeros_like,
 )
-from . import cuda
+from . import cuda, ops
 
 __all__ = [
     "Array",
@@ -49,6 +49,7 @@ __all__ = [
     "include_dir",
     "ones",
     "ones_like",
+    "ops",
     "release_cached_memory",
     "runtime_info",
     "view",

@@ -1,0 +1,171 @@
+"""Times arrayport.ops against its peers in the same process: NumPy on the CPU, CuPy and PyTorch on
+the GPU (each when importable). Prints ratios (peer time / arrayport time: > 1 means arrayport is
+faster) and effective bandwidth, and writes ops.json (and ops.png when matplotlib is present).
+
+    python bench/bench_ops.py OUT_DIR [--quick] [--no-gpu] [--no-cpu]
+
+GPU timings use CUDA events on the current stream around `repeat` back-to-back calls (best of
+`rounds`); per-call latency (the 1000-element case) is host wall time of many calls followed by
+one synchronisation, which is what a Python loop pays.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+import arrayport as ap
+from arrayport import ops
+
+
+def best_of(fn, repeat, rounds=5):
+    best = float("inf")
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        for _ in range(repeat):
+            fn()
+        best = min(best, (time.perf_counter() - t0) / repeat)
+    return best
+
+
+def cpu_cases(quick):
+    sizes = [1000, 1 << 20] if quick else [1000, 1 << 16, 1 << 20, 1 << 24]
+    out = []
+    for n in sizes:
+        a = np.random.default_rng(0).random(n, dtype=np.float32)
+        b = np.random.default_rng(1).random(n, dtype=np.float32)
+        rep = max(3, min(20000, (1 << 24) // n))
+        for name, mine, peer, nbytes in [
+            ("add", lambda: ops.add(a, b), lambda: np.add(a, b), 12 * n),
+            ("multiply_scalar", lambda: ops.multiply(a, 2.0), lambda: np.multiply(a, np.float32(2.0)), 8 * n),
+            ("sum", lambda: ops.sum(a), lambda: np.sum(a), 4 * n),
+            ("max", lambda: ops.max(a), lambda: np.max(a), 4 * n),
+            ("add_strided", lambda: ops.add(a[::2], b[::2]), lambda: np.add(a[::2], b[::2]), 6 * n),
+        ]:
+            t_mine, t_peer = best_of(mine, rep), best_of(peer, rep)
+            out.append({"device": "cpu", "op": name, "n": n, "dtype": "float32",
+                        "arrayport_s": t_mine, "numpy_s": t_peer, "ratio_numpy": t_peer / t_mine,
+                        "arrayport_GBps": nbytes / t_mine / 1e9})
+    return out
+
+
+def gpu_cases(quick):
+    from arrayport import cuda
+
+    peers = {}
+    try:
+        import cupy
+        peers["cupy"] = cupy
+    except Exception:  # noqa: BLE001 - any import failure means "not measured"
+        pass
+    try:
+        import torch
+        if torch.cuda.is_available():
+            peers["torch"] = torch
+    except Exception:  # noqa: BLE001
+        pass
+    sizes = [1000, 1 << 20, 1 << 28] if not quick else [1000, 1 << 22]
+    stream = cuda.current_stream()
+    results = []
+
+    def gpu_time(fn, repeat, sync):
+        fn()
+        sync()
+        best = float("inf")
+        for _ in range(5):
+            t0 = time.perf_counter()
+            for _ in range(repeat):
+                fn()
+            sync()
+            best = min(best, (time.perf_counter() - t0) / repeat)
+        return best
+
+    def ap_sync():
+        stream.synchronize()
+
+    for n in sizes:
+        host = np.random.default_rng(0).random(n, dtype=np.float32)
+        managed = ap.empty(n, dtype="float32", memory="managed")
+        ops.copy(host, out=managed)
+        x = ap.empty(n, dtype="float32", memory="device")
+        ops.copy(managed, out=x)
+        y = ap.empty(n, dtype="float32", memory="device")
+        ops.copy(managed, out=y)
+        out = ap.empty(n, dtype="float32", memory="device")
+        rep = 2000 if n <= 1 << 20 else 20
+        row = {"device": "gpu", "n": n, "dtype": "float32"}
+        mine = {
+            "add": gpu_time(lambda: ops.add(x, y, out=out), rep, ap_sync),
+            "add_alloc": gpu_time(lambda: ops.add(x, y), rep, ap_sync),
+            "sum": gpu_time(lambda: ops.sum(x), rep, ap_sync),
+            "copy": gpu_time(lambda: ops.copy(x, out=out), rep, ap_sync),
+        }
+        for op, t in mine.items():
+            r = dict(row, op=op, arrayport_s=t)
+            moved = {"add": 12, "add_alloc": 12, "sum": 4, "copy": 8}[op] * n
+            r["arrayport_GBps"] = moved / t / 1e9
+            for pname, mod in peers.items():
+                if pname == "cupy":
+                    cx, cy = mod.asarray(host), mod.asarray(host)
+                    cout = mod.empty_like(cx)
+                    fns = {"add": lambda: mod.add(cx, cy, out=cout), "add_alloc": lambda: cx + cy,
+                           "sum": lambda: cx.sum(), "copy": lambda: cout.__setitem__(slice(None), cx)}
+                    sync = mod.cuda.get_current_stream().synchronize
+                else:
+                    tx = mod.from_numpy(host).cuda()
+                    ty, tout = tx.clone(), mod.empty_like(tx)
+                    fns = {"add": lambda: mod.add(tx, ty, out=tout), "add_alloc": lambda: tx + ty,
+                           "sum": lambda: tx.sum(), "copy": lambda: tout.copy_(tx)}
+                    sync = mod.cuda.synchronize
+                tp = gpu_time(fns[op], rep, sync)
+                r[f"{pname}_s"] = tp
+                r[f"ratio_{pname}"] = tp / t
+            results.append(r)
+    return results
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("out_dir", type=Path)
+    p.add_argument("--quick", action="store_true", help="fewer sizes (smoke test)")
+    p.add_argument("--no-gpu", action="store_true")
+    p.add_argument("--no-cpu", action="store_true")
+    args = p.parse_args()
+    info = ap.runtime_info()
+    results = []
+    if not args.no_cpu:
+        results += cpu_cases(args.quick)
+    if not args.no_gpu and info.get("cuda_available"):
+        results += gpu_cases(args.quick)
+    for r in results:
+        ratios = "  ".join(f"{k[6:]} {v:6.2f}x" for k, v in r.items() if k.startswith("ratio_"))
+        print(f"{r['device']:3} {r['op']:16} n={r['n']:>10}  arrayport {r['arrayport_s'] * 1e6:10.2f} us"
+              f"  {r['arrayport_GBps']:8.1f} GB/s  {ratios}")
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    doc = {"python": sys.version, "platform": platform.platform(), "numpy": np.__version__,
+           "arrayport": ap.__version__, "build": ap.build_info(), "runtime": info, "results": results}
+    (args.out_dir / "ops.json").write_text(json.dumps(doc, indent=2, default=str))
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        fig, ax = plt.subplots(figsize=(8, 4))
+        for (dev, op) in sorted({(r["device"], r["op"]) for r in results}):
+            pts = [(r["n"], r["arrayport_GBps"]) for r in results if r["device"] == dev and r["op"] == op]
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"{dev} {op}")
+        ax.set_xscale("log"); ax.set_xlabel("elements (float32)"); ax.set_ylabel("GB/s (arrayport)")
+        ax.legend(fontsize=7); fig.tight_layout(); fig.savefig(args.out_dir / "ops.png", dpi=120)
+    except ImportError:
+        pass
+    print(f"wrote {args.out_dir / 'ops.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

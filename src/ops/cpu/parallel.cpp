@@ -1,0 +1,105 @@
+// The CPU kernels' thread pool: workers started on first use, one job at a time, the caller helps.
+#include "parallel.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace arrayport::ops::cpu {
+namespace {
+
+class pool {
+ public:
+  static pool& instance() {
+    // Leaked on purpose: joining threads from a static destructor at interpreter exit can hang.
+    static pool* p = new pool();
+    return *p;
+  }
+
+  int threads() const noexcept { return static_cast<int>(m_workers.size()) + 1; }
+
+  void run(std::int64_t n, std::int64_t grain, detail::chunk_fn fn, void* context) {
+    std::unique_lock<std::mutex> busy(m_submit, std::try_to_lock);
+    if (!busy.owns_lock()) {  // another thread's job (or ours, nested) is running: do it alone
+      fn(context, 0, n);
+      return;
+    }
+    const std::int64_t max_chunks = std::int64_t(threads()) * 4;
+    const std::int64_t chunk = std::max(grain, (n + max_chunks - 1) / max_chunks);
+    {
+      std::lock_guard<std::mutex> lock(m_mutex);
+      m_fn = fn;
+      m_context = context;
+      m_n = n;
+      m_chunk = chunk;
+      m_next.store(0, std::memory_order_relaxed);
+      m_active = static_cast<int>(m_workers.size());
+      ++m_generation;
+    }
+    m_wake.notify_all();
+    work();
+    std::unique_lock<std::mutex> lock(m_mutex);
+    m_done.wait(lock, [&] { return m_active == 0; });
+  }
+
+ private:
+  pool() {
+    unsigned hw = std::thread::hardware_concurrency();
+    if (const char* env = std::getenv("ARRAYPORT_NUM_THREADS")) hw = unsigned(std::atoi(env));
+    const unsigned workers = hw > 1 ? std::min(hw, 256u) - 1 : 0;
+    for (unsigned i = 0; i < workers; ++i) m_workers.emplace_back([this] { loop(); });
+    for (auto& t : m_workers) t.detach();
+  }
+
+  void work() {
+    for (;;) {
+      const std::int64_t begin = m_next.fetch_add(m_chunk, std::memory_order_relaxed);
+      if (begin >= m_n) return;
+      m_fn(m_context, begin, std::min(m_n, begin + m_chunk));
+    }
+  }
+
+  void loop() {
+    std::uint64_t seen = 0;
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(m_mutex);
+        m_wake.wait(lock, [&] { return m_generation != seen; });
+        seen = m_generation;
+      }
+      work();
+      std::lock_guard<std::mutex> lock(m_mutex);
+      if (--m_active == 0) m_done.notify_one();
+    }
+  }
+
+  std::vector<std::thread> m_workers;
+  std::mutex m_submit;
+  std::mutex m_mutex;
+  std::condition_variable m_wake, m_done;
+  std::uint64_t m_generation = 0;
+  int m_active = 0;
+  detail::chunk_fn m_fn = nullptr;
+  void* m_context = nullptr;
+  std::int64_t m_n = 0, m_chunk = 1;
+  std::atomic<std::int64_t> m_next{0};
+};
+
+}  // namespace
+
+int thread_count() noexcept {
+  static const int n = pool::instance().threads();
+  return n;
+}
+
+namespace detail {
+void parallel_for_impl(std::int64_t n, std::int64_t grain, chunk_fn fn, void* context) {
+  pool::instance().run(n, grain, fn, context);
+}
+}  // namespace detail
+
+}  // namespace arrayport::ops::cpu

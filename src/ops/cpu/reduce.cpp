@@ -1,0 +1,140 @@
+// CPU reductions: pairwise accumulation (blocks of 128 in 8 independent lanes, halves combined
+// recursively, as NumPy does), over outputs in parallel or, for few outputs, over chunks of each.
+#include "../elementwise.hpp"
+#include "../kernels.hpp"
+#include "parallel.hpp"
+
+#include <algorithm>
+#include <array>
+#include <utility>
+#include <vector>
+
+namespace arrayport::ops::cpu {
+namespace {
+
+constexpr std::int64_t pairwise_block = 128;
+
+template <class A>
+compute_t<A> load_any(const char* p, type_id t) {
+  if (t == type_id_of<A>) return load_direct(reinterpret_cast<const A*>(p));
+  return load_converting<A>(p, t);
+}
+
+// Pairwise reduction of get(i), i in [lo, lo + n).
+template <class Acc, class R, class G>
+Acc pairwise(const G& get, std::int64_t lo, std::int64_t n, const R& r) {
+  if (n <= pairwise_block) {
+    Acc lane[8];
+    for (auto& l : lane) l = R::identity();
+    std::int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+      for (int k = 0; k < 8; ++k) lane[k] = r(lane[k], get(lo + i + k));
+    Acc acc = r(r(r(lane[0], lane[1]), r(lane[2], lane[3])), r(r(lane[4], lane[5]), r(lane[6], lane[7])));
+    for (; i < n; ++i) acc = r(acc, get(lo + i));
+    return acc;
+  }
+  std::int64_t half = n / 2;
+  half -= half % 8;
+  return r(pairwise<Acc>(get, lo, half, r), pairwise<Acc>(get, lo + half, n - half, r));
+}
+
+// Byte offset of reduced element i (C order over the collapsed reduced dims) in input k.
+inline std::int64_t red_offset(const reduce_call& c, int k, std::int64_t i) {
+  std::int64_t off = 0;
+  for (int d = c.red_ndim - 1; d >= 0; --d) {
+    off += (i % c.red_shape[d]) * c.red_strides[k][d];
+    i /= c.red_shape[d];
+  }
+  return off;
+}
+inline std::int64_t out_offset(const reduce_call& c, int k, std::int64_t o) {
+  std::int64_t off = 0;
+  for (int d = c.out_ndim - 1; d >= 0; --d) {
+    off += (o % c.out_shape[d]) * c.out_strides[k][d];
+    o /= c.out_shape[d];
+  }
+  return off;
+}
+
+template <reduce_op Op, type_id T>
+void run(const reduce_call& c) {
+  using Acc = acc_t<Op, T>;
+  using Out = storage_t<reduce_result_type(Op, T)>;
+  using In = storage_t<T>;  // what loads convert to before accumulating
+  using R = reducer_t<Op, Acc>;
+  const R r{};
+  auto* out = reinterpret_cast<Out*>(c.out);
+
+  // The accumulation of output o over reduced elements [lo, lo + n).
+  auto partial = [&](std::int64_t o, std::int64_t lo, std::int64_t n) -> Acc {
+    const char* p0 = c.in[0] + out_offset(c, 0, o);
+    if constexpr (Op == reduce_op::dot) {
+      const char* p1 = c.in[1] + out_offset(c, 1, o);
+      const std::int64_t s0 = c.red_strides[0][0], s1 = c.red_strides[1][0];
+      auto get = [&](std::int64_t i) -> Acc {
+        return convert<Acc>(multiply_fn{}(load_any<In>(p0 + i * s0, c.in_types[0]),
+                                          load_any<In>(p1 + i * s1, c.in_types[1])));
+      };
+      return pairwise<Acc>(get, lo, n, r);
+    } else if (c.red_ndim <= 1) {
+      const std::int64_t s = c.red_ndim == 1 ? c.red_strides[0][0] : 0;
+      if (c.in_types[0] == T && s == std::int64_t(sizeof(In))) {  // contiguous, no conversion
+        const In* p = reinterpret_cast<const In*>(p0);
+        return pairwise<Acc>([&](std::int64_t i) { return convert<Acc>(load_direct(p + i)); }, lo,
+                             n, r);
+      }
+      return pairwise<Acc>(
+          [&](std::int64_t i) { return convert<Acc>(load_any<In>(p0 + i * s, c.in_types[0])); },
+          lo, n, r);
+    } else {
+      return pairwise<Acc>(
+          [&](std::int64_t i) {
+            return convert<Acc>(load_any<In>(p0 + red_offset(c, 0, i), c.in_types[0]));
+          },
+          lo, n, r);
+    }
+  };
+
+  const int threads = thread_count();
+  if (c.n_out >= threads || c.len < (std::int64_t(1) << 16)) {
+    const std::int64_t grain = std::max<std::int64_t>(1, (std::int64_t(1) << 15) / std::max<std::int64_t>(c.len, 1));
+    parallel_for(c.n_out, grain, [&](std::int64_t b, std::int64_t e) {
+      for (std::int64_t o = b; o < e; ++o) out[o] = finish<Op, Out>(partial(o, 0, c.len), c.len);
+    });
+    return;
+  }
+  // Few long reductions: fixed chunks (multiples of the pairwise block) reduced in parallel, then
+  // combined pairwise, so the result does not depend on the thread count.
+  const std::int64_t chunk = std::int64_t(1) << 16;
+  const std::int64_t chunks = (c.len + chunk - 1) / chunk;
+  std::vector<Acc> parts(static_cast<std::size_t>(chunks));
+  for (std::int64_t o = 0; o < c.n_out; ++o) {
+    parallel_for(chunks, 1, [&](std::int64_t b, std::int64_t e) {
+      for (std::int64_t k = b; k < e; ++k)
+        parts[std::size_t(k)] = partial(o, k * chunk, std::min(chunk, c.len - k * chunk));
+    });
+    const Acc total = pairwise<Acc>([&](std::int64_t k) { return parts[std::size_t(k)]; }, 0,
+                                    chunks, r);
+    out[o] = finish<Op, Out>(total, c.len);
+  }
+}
+
+template <reduce_op Op, type_id T>
+constexpr reduce_fn entry() {
+  if constexpr (reduce_result_type(Op, T) != invalid_type) return &run<Op, T>;
+  else return nullptr;
+}
+template <reduce_op Op, std::size_t... T>
+constexpr std::array<reduce_fn, elementwise_type_count> row(std::index_sequence<T...>) {
+  return {{entry<Op, type_id(T)>()...}};
+}
+template <std::size_t... Op>
+constexpr reduce_table_t make_table(std::index_sequence<Op...>) {
+  return {{row<reduce_op(Op)>(std::make_index_sequence<elementwise_type_count>{})...}};
+}
+
+}  // namespace
+
+const reduce_table_t reduce_table = make_table(std::make_index_sequence<reduce_op_count>{});
+
+}  // namespace arrayport::ops::cpu

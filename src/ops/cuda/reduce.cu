@@ -1,0 +1,198 @@
+// CUDA reductions: public entry (the table) -> dispatch (CUB for a full reduction of contiguous
+// data, else a segmented block reduction in one or two passes) -> kernels. Threads accumulate
+// strided slices and blocks combine them as a tree (cub::BlockReduce), as cub::DeviceReduce does.
+#include "common.cuh"
+
+#include "../kernels.hpp"
+
+#include <cub/block/block_reduce.cuh>
+#include <cub/device/device_reduce.cuh>
+
+#include <array>
+#include <utility>
+
+namespace arrayport::ops::cuda {
+namespace {
+
+struct gpu_reduce_args {
+  const char* in[2];
+  type_id in_types[2];
+  std::int64_t n_out, len;
+  int out_ndim, red_ndim;
+  std::int64_t out_shape[max_gpu_dims], out_strides[2][max_gpu_dims];
+  std::int64_t red_shape[max_gpu_dims], red_strides[2][max_gpu_dims];
+};
+
+__device__ inline std::int64_t offset_of(std::int64_t i, int nd, const std::int64_t* shape,
+                                         const std::int64_t* strides) {
+  std::int64_t off = 0;
+  for (int d = nd - 1; d >= 0; --d) {
+    off += (i % shape[d]) * strides[d];
+    i /= shape[d];
+  }
+  return off;
+}
+
+// Element i of output o's reduction, converted to the accumulator.
+template <reduce_op Op, class In, class Acc>
+__device__ inline Acc reduce_load(const gpu_reduce_args& a, std::int64_t o, std::int64_t i) {
+  const char* p0 = a.in[0] + offset_of(o, a.out_ndim, a.out_shape, a.out_strides[0]) +
+                   offset_of(i, a.red_ndim, a.red_shape, a.red_strides[0]);
+  if constexpr (Op == reduce_op::dot) {
+    const char* p1 = a.in[1] + i * a.red_strides[1][0];
+    return convert<Acc>(multiply_fn{}(load_any<In>(p0, a.in_types[0]), load_any<In>(p1, a.in_types[1])));
+  } else {
+    return convert<Acc>(load_any<In>(p0, a.in_types[0]));
+  }
+}
+
+// Block b reduces chunk (b % chunks) of output (b / chunks); writes a partial or the result.
+template <reduce_op Op, class In, class Acc, class Out, bool Final>
+__global__ void segment_kernel(gpu_reduce_args a, std::int64_t chunks, std::int64_t chunk_len,
+                               void* dst) {
+  using R = reducer_t<Op, Acc>;
+  using block_reduce = cub::BlockReduce<Acc, block_threads>;
+  __shared__ typename block_reduce::TempStorage temp;
+  const R r{};
+  for (std::int64_t b = blockIdx.x; b < a.n_out * chunks; b += gridDim.x) {
+    const std::int64_t o = b / chunks, c = b % chunks;
+    const std::int64_t lo = c * chunk_len;
+    const std::int64_t hi = lo + chunk_len < a.len ? lo + chunk_len : a.len;
+    Acc acc = R::identity();
+    for (std::int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x)
+      acc = r(acc, reduce_load<Op, In, Acc>(a, o, i));
+    acc = block_reduce(temp).Reduce(acc, r);
+    if (threadIdx.x == 0) {
+      if constexpr (Final) static_cast<Out*>(dst)[o] = finish<Op, Out>(acc, a.len);
+      else static_cast<Acc*>(dst)[b] = acc;
+    }
+    __syncthreads();  // temp is reused by the next iteration
+  }
+}
+
+// Second pass: output o from its `chunks` partials.
+template <reduce_op Op, class Acc, class Out>
+__global__ void combine_kernel(const Acc* partials, std::int64_t n_out, std::int64_t chunks,
+                               std::int64_t len, Out* out) {
+  using R = reducer_t<Op, Acc>;
+  using block_reduce = cub::BlockReduce<Acc, block_threads>;
+  __shared__ typename block_reduce::TempStorage temp;
+  const R r{};
+  for (std::int64_t o = blockIdx.x; o < n_out; o += gridDim.x) {
+    Acc acc = R::identity();
+    for (std::int64_t k = threadIdx.x; k < chunks; k += blockDim.x) acc = r(acc, partials[o * chunks + k]);
+    acc = block_reduce(temp).Reduce(acc, r);
+    if (threadIdx.x == 0) out[o] = finish<Op, Out>(acc, len);
+    __syncthreads();
+  }
+}
+
+template <reduce_op Op, class Acc, class Out>
+__global__ void finish_kernel(const Acc* acc, std::int64_t len, Out* out) {
+  *out = finish<Op, Out>(*acc, len);
+}
+
+template <class In, class Acc>
+struct to_acc {
+  __device__ Acc operator()(const In& x) const { return convert<Acc>(load_direct(&x)); }
+};
+
+// Scratch memory on the stream, released in stream order.
+struct scratch {
+  void* p = nullptr;
+  stream_handle s;
+  scratch(std::size_t bytes, stream_handle stream) : s(stream) {
+    p = runtime::malloc_device_async(bytes, runtime::get_device(), stream);
+  }
+  ~scratch() { runtime::free_device_async(p, s); }
+  scratch(const scratch&) = delete;
+  scratch& operator=(const scratch&) = delete;
+};
+
+template <reduce_op Op, type_id T>
+void run(const reduce_call& c) {
+  using Acc = acc_t<Op, T>;
+  using Out = storage_t<reduce_result_type(Op, T)>;
+  using In = storage_t<T>;
+  using R = reducer_t<Op, Acc>;
+  const cudaStream_t stream = to_stream(c.stream);
+
+  if constexpr (Op != reduce_op::dot) {
+    if (c.contiguous && c.in_types[0] == T && c.len > 0) {
+      // A full reduction of contiguous data: cub::DeviceReduce is the tool.
+      std::size_t temp_bytes = 0;
+      ARRAYPORT_CUDA_CHECK(cub::DeviceReduce::TransformReduce(
+          nullptr, temp_bytes, reinterpret_cast<const In*>(c.in[0]), static_cast<Acc*>(nullptr),
+          c.len, R{}, to_acc<In, Acc>{}, R::identity(), stream));
+      const std::size_t acc_offset = (temp_bytes + 255) / 256 * 256;
+      scratch temp(acc_offset + sizeof(Acc), c.stream);
+      Acc* acc = reinterpret_cast<Acc*>(static_cast<char*>(temp.p) + acc_offset);
+      ARRAYPORT_CUDA_CHECK(cub::DeviceReduce::TransformReduce(
+          temp.p, temp_bytes, reinterpret_cast<const In*>(c.in[0]), acc, c.len, R{},
+          to_acc<In, Acc>{}, R::identity(), stream));
+      finish_kernel<Op, Acc, Out><<<1, 1, 0, stream>>>(acc, c.len, reinterpret_cast<Out*>(c.out));
+      runtime::check_launch("arrayport.ops reduction kernel launch");
+      return;
+    }
+  }
+  require_dims(c.out_ndim, "arrayport.ops reduction");
+  require_dims(c.red_ndim, "arrayport.ops reduction");
+  gpu_reduce_args a{};
+  for (int k = 0; k < 2; ++k) {
+    a.in[k] = c.in[k];
+    a.in_types[k] = c.in_types[k];
+  }
+  a.n_out = c.n_out;
+  a.len = c.len;
+  a.out_ndim = c.out_ndim;
+  a.red_ndim = c.red_ndim;
+  for (int d = 0; d < c.out_ndim; ++d) {
+    a.out_shape[d] = c.out_shape[d];
+    for (int k = 0; k < 2; ++k) a.out_strides[k][d] = c.out_strides[k][d];
+  }
+  for (int d = 0; d < c.red_ndim; ++d) {
+    a.red_shape[d] = c.red_shape[d];
+    for (int k = 0; k < 2; ++k) a.red_strides[k][d] = c.red_strides[k][d];
+  }
+  // Few outputs with long reductions: split each into chunks (pass 1) and combine (pass 2).
+  std::int64_t chunks = 1;
+  if (c.n_out < 1024 && c.len > 65536) {
+    chunks = (c.len + 65535) / 65536;
+    const std::int64_t cap = 2048 / c.n_out > 1 ? 2048 / c.n_out : 1;
+    if (chunks > cap) chunks = cap;
+  }
+  const std::int64_t chunk_len = (c.len + chunks - 1) / chunks;
+  const unsigned blocks = static_cast<unsigned>(
+      c.n_out * chunks < (1 << 20) ? c.n_out * chunks : (1 << 20));
+  if (chunks == 1) {
+    segment_kernel<Op, In, Acc, Out, true><<<blocks, block_threads, 0, stream>>>(a, 1, chunk_len, c.out);
+  } else {
+    scratch partials(static_cast<std::size_t>(c.n_out * chunks) * sizeof(Acc), c.stream);
+    segment_kernel<Op, In, Acc, Out, false><<<blocks, block_threads, 0, stream>>>(a, chunks, chunk_len, partials.p);
+    runtime::check_launch("arrayport.ops reduction kernel launch");
+    const unsigned out_blocks = static_cast<unsigned>(c.n_out < (1 << 20) ? c.n_out : (1 << 20));
+    combine_kernel<Op, Acc, Out><<<out_blocks, block_threads, 0, stream>>>(
+        static_cast<const Acc*>(partials.p), c.n_out, chunks, c.len, reinterpret_cast<Out*>(c.out));
+  }
+  runtime::check_launch("arrayport.ops reduction kernel launch");
+}
+
+template <reduce_op Op, type_id T>
+constexpr reduce_fn entry() {
+  if constexpr (reduce_result_type(Op, T) != invalid_type) return &run<Op, T>;
+  else return nullptr;
+}
+template <reduce_op Op, std::size_t... T>
+constexpr std::array<reduce_fn, elementwise_type_count> row(std::index_sequence<T...>) {
+  return {{entry<Op, type_id(T)>()...}};
+}
+template <std::size_t... Op>
+constexpr reduce_table_t make_table(std::index_sequence<Op...>) {
+  return {{row<reduce_op(Op)>(std::make_index_sequence<elementwise_type_count>{})...}};
+}
+
+}  // namespace
+
+const reduce_table_t reduce_table = make_table(std::make_index_sequence<reduce_op_count>{});
+
+}  // namespace arrayport::ops::cuda

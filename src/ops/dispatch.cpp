@@ -1,0 +1,295 @@
+// Dispatch for arrayport.ops: promotion, broadcasting, collapsing, placement and launch.
+#include "dispatch.hpp"
+
+#include "kernels.hpp"
+
+#include "../current_stream.hpp"
+
+#include <arrayport/runtime.hpp>
+
+#include <algorithm>
+#include <string>
+
+namespace arrayport::ops {
+namespace {
+
+using T = type_id;
+
+std::string shape_string(const strided_view& v) {
+  std::string s = "(";
+  for (int i = 0; i < v.ndim(); ++i) s += std::to_string(v.extent(i)) + (v.ndim() == 1 ? "," : i + 1 < v.ndim() ? ", " : "");
+  return s + ")";
+}
+
+}  // namespace
+
+type_id promote(type_id a, type_id b) noexcept {
+  // NumPy 2's np.result_type over bool, uint8, int32, int64, float16, float32, float64, complex64,
+  // complex128 (generated from NumPy 2.4), with the bfloat16 row and column added.
+  constexpr T b_ = T::bool_, u8 = T::uint8, i32 = T::int32, i64 = T::int64, f16 = T::float16,
+              bf = T::bfloat16, f32 = T::float32, f64 = T::float64, c64 = T::complex64,
+              c128 = T::complex128;
+  constexpr T table[10][10] = {
+      /* bool */ {b_, u8, i32, i64, f16, bf, f32, f64, c64, c128},
+      /* u8   */ {u8, u8, i32, i64, f16, bf, f32, f64, c64, c128},
+      /* i32  */ {i32, i32, i32, i64, f64, f64, f64, f64, c128, c128},
+      /* i64  */ {i64, i64, i64, i64, f64, f64, f64, f64, c128, c128},
+      /* f16  */ {f16, f16, f64, f64, f16, f32, f32, f64, c64, c128},
+      /* bf16 */ {bf, bf, f64, f64, f32, bf, f32, f64, c64, c128},
+      /* f32  */ {f32, f32, f64, f64, f32, f32, f32, f64, c64, c128},
+      /* f64  */ {f64, f64, f64, f64, f64, f64, f64, f64, c128, c128},
+      /* c64  */ {c64, c64, c128, c128, c64, c64, c64, c128, c64, c128},
+      /* c128 */ {c128, c128, c128, c128, c128, c128, c128, c128, c128, c128}};
+  return table[static_cast<int>(a)][static_cast<int>(b)];
+}
+
+type_id result_type(op_id op, const char* op_name, const std::vector<const ops_arg*>& args) {
+  std::optional<type_id> strong;
+  weak_kind weakest = weak_kind::none;
+  for (const ops_arg* a : args) {
+    if (a->kind != weak_kind::none) {
+      weakest = std::max(weakest, a->kind);
+      continue;
+    }
+    const type_id t = to_type_id(a->view.dtype());
+    if (t == invalid_type || static_cast<int>(t) >= elementwise_type_count)
+      throw type_error(std::string(op_name) + ": argument '" + a->name + "' has dtype " +
+                       arrayport::detail::describe(a->view.dtype()) +
+                       ", expected one of bool, uint8, int32, int64, float16, bfloat16, float32, "
+                       "float64, complex64, complex128");
+    strong = strong ? promote(*strong, t) : t;
+  }
+  // NEP 50: a Python scalar takes the arrays' dtype when its kind fits in it, and otherwise the
+  // default dtype of its kind (int64, float64, complex128) -- except that a Python complex with
+  // float32 (or narrower) arrays gives complex64. Without arrays, the scalars' default dtype.
+  type_id r;
+  if (!strong) {
+    switch (weakest) {
+      case weak_kind::bool_: r = T::bool_; break;
+      case weak_kind::int_: r = T::int64; break;
+      case weak_kind::float_: r = T::float64; break;
+      default: r = T::complex128; break;
+    }
+  } else {
+    r = *strong;
+    if (weakest == weak_kind::int_ && r == T::bool_) r = T::int64;
+    if (weakest == weak_kind::float_ && (r == T::bool_ || is_integer(r))) r = T::float64;
+    if (weakest == weak_kind::complex_ && !is_complex(r))
+      r = (r == T::float16 || r == T::bfloat16 || r == T::float32) ? T::complex64 : T::complex128;
+  }
+  if (op == op_id::divide && (r == T::bool_ || is_integer(r))) r = T::float64;
+  if (op == op_id::sqrt && (r == T::bool_ || r == T::uint8)) r = T::float16;
+  if (op == op_id::sqrt && is_integer(r)) r = T::float64;
+  if (!supports(op, r))
+    throw type_error(std::string(op_name) + ": not supported for dtype " +
+                     std::string(to_dtype(r).name()) +
+                     (r == T::bool_ ? " (NumPy refuses it too; cast to an integer dtype first)" : ""));
+  return r;
+}
+
+std::vector<std::int64_t> broadcast_shapes(const char* op_name,
+                                           const std::vector<const ops_arg*>& arrays) {
+  int nd = 0;
+  for (const ops_arg* a : arrays) nd = std::max(nd, a->view.ndim());
+  std::vector<std::int64_t> shape(static_cast<std::size_t>(nd), 1);
+  for (const ops_arg* a : arrays) {
+    const int off = nd - a->view.ndim();
+    for (int i = 0; i < a->view.ndim(); ++i) {
+      std::int64_t& s = shape[std::size_t(off + i)];
+      const std::int64_t e = a->view.extent(i);
+      if (e == s || e == 1) continue;
+      if (s == 1) {
+        s = e;
+        continue;
+      }
+      std::string msg = std::string(op_name) + ": operands could not be broadcast together:";
+      for (const ops_arg* b : arrays) msg += std::string(" '") + b->name + "' " + shape_string(b->view);
+      throw value_error(msg);
+    }
+  }
+  return shape;
+}
+
+placement place(const char* op_name, const std::vector<const ops_arg*>& arrays) {
+  placement p;
+  const ops_arg* device_arg = nullptr;  // first device/managed operand (names the device)
+  const ops_arg* host_arg = nullptr;    // first pageable host operand
+  bool any_device_only = false, any_cuda = false;
+  for (const ops_arg* a : arrays) {
+    const memory_kind k = a->view.kind();
+    if (k == memory_kind::host && !host_arg) host_arg = a;
+    if (k == memory_kind::device) any_device_only = true;
+    if (k != memory_kind::host) any_cuda = true;
+    if (k == memory_kind::device || k == memory_kind::managed) {
+      if (!device_arg) {
+        device_arg = a;
+      } else if (a->view.device().device_id != device_arg->view.device().device_id) {
+        throw value_error(std::string(op_name) + ": arguments on different devices: '" +
+                          device_arg->name + "' is on device " +
+                          std::to_string(device_arg->view.device().device_id) + ", '" + a->name +
+                          "' on device " + std::to_string(a->view.device().device_id) +
+                          "; copy one of them first");
+      }
+    }
+  }
+  if (any_device_only && host_arg) {
+    const ops_arg* dev = nullptr;
+    for (const ops_arg* a : arrays)
+      if (a->view.kind() == memory_kind::device) { dev = a; break; }
+    throw value_error(std::string(op_name) + ": '" + dev->name +
+                      "' is in device memory, which the CPU cannot read, and '" + host_arg->name +
+                      "' in pageable host memory, which the GPU cannot read; copy one of them "
+                      "(e.g. to managed or device memory) first");
+  }
+  p.device = device_arg ? device_arg->view.device().device_id : -1;
+  p.on_gpu = any_device_only || (!host_arg && any_cuda && runtime::is_available());
+  if (any_device_only) p.out_kind = memory_kind::device;
+  else if (!arrays.empty()) p.out_kind = arrays.front()->view.kind();
+  return p;
+}
+
+namespace {
+
+// Drops extents of 1 and merges dimension d into d + 1 wherever every operand's strides allow it.
+template <int K, int N>
+void collapse(int& ndim, std::int64_t* shape, std::int64_t (*strides)[K]) {
+  int w = 0;
+  for (int d = 0; d < ndim; ++d) {
+    if (shape[d] == 1) continue;
+    if (w > 0) {
+      bool mergeable = true;
+      for (int k = 0; k < N; ++k)
+        if (strides[k][w - 1] != strides[k][d] * shape[d]) mergeable = false;
+      if (mergeable) {
+        shape[w - 1] *= shape[d];
+        for (int k = 0; k < N; ++k) strides[k][w - 1] = strides[k][d];
+        continue;
+      }
+    }
+    shape[w] = shape[d];
+    for (int k = 0; k < N; ++k) strides[k][w] = strides[k][d];
+    ++w;
+  }
+  ndim = w;
+}
+
+}  // namespace
+
+void build_layout(ew_call& call, const strided_view& out, const std::vector<std::int64_t>& shape,
+                  const ops_arg* const* inputs, const type_id* arg_types) {
+  auto& L = call.layout;
+  const int nd = static_cast<int>(shape.size());
+  L.ndim = nd;
+  call.size = 1;
+  for (int d = 0; d < nd; ++d) {
+    L.shape[d] = shape[std::size_t(d)];
+    call.size *= L.shape[d];
+  }
+  const auto out_item = static_cast<std::int64_t>(out.dtype().itemsize());
+  for (int d = 0; d < nd; ++d) L.strides[0][d] = out.stride(d) * out_item;
+  bool flat = true;
+  for (int i = 0; i < max_inputs; ++i) {
+    for (int d = 0; d < nd; ++d) L.strides[1 + i][d] = 0;
+    if (i >= call.n_inputs) continue;
+    const ops_arg& a = *inputs[i];
+    ew_operand& o = call.in[i];
+    if (a.kind != weak_kind::none) {  // scalar: the caller filled o.scalar
+      o.data = nullptr;
+      o.type = arg_types[i];
+      continue;
+    }
+    o.data = static_cast<const char*>(a.view.data());
+    o.type = to_type_id(a.view.dtype());
+    if (o.type != arg_types[i]) flat = false;
+    const auto item = static_cast<std::int64_t>(a.view.dtype().itemsize());
+    const int off = nd - a.view.ndim();
+    for (int d = 0; d < a.view.ndim(); ++d)
+      L.strides[1 + i][off + d] = a.view.extent(d) == 1 ? 0 : a.view.stride(d) * item;
+  }
+  collapse<ARRAYPORT_MAX_NDIM, max_inputs + 1>(L.ndim, L.shape, L.strides);
+  if (L.ndim == 0) {  // one element: a 1-d layout of extent 1 keeps the kernels simple
+    L.ndim = 1;
+    L.shape[0] = 1;
+    for (auto& s : L.strides) s[0] = 0;
+  }
+  // Flat: one dimension, every array contiguous in it.
+  if (L.ndim != 1) flat = false;
+  if (flat && L.strides[0][0] != out_item && call.size > 1) flat = false;
+  for (int i = 0; flat && i < call.n_inputs; ++i)
+    if (call.in[i].data && call.size > 1 &&
+        L.strides[1 + i][0] != static_cast<std::int64_t>(to_dtype(call.in[i].type).itemsize()))
+      flat = false;
+  call.flat = flat;
+}
+
+void launch(ew_call& call, const placement& where) {
+  const int op = static_cast<int>(call.op), t = static_cast<int>(call.compute);
+  if (call.size == 0) return;
+  if (where.on_gpu) {
+#if ARRAYPORT_HAS_CUDA
+    const ew_fn fn = cuda::elementwise_table[std::size_t(op)][std::size_t(t)];
+    runtime::device_guard guard(where.device);
+    call.stream = ext::current_stream().handle;
+    fn(call);
+    return;
+#else
+    runtime::require_device("arrayport.ops on device memory");
+#endif
+  }
+  // The CPU reads memory the GPU may still be writing (managed/pinned inputs): wait for it.
+  if (runtime::is_available()) runtime::stream_synchronize(ext::current_stream().handle);
+  cpu::elementwise_table[std::size_t(op)][std::size_t(t)](call);
+}
+
+std::vector<std::int64_t> build_reduce(reduce_call& call, const strided_view& view,
+                                       const std::vector<int>& axes, bool keepdims) {
+  std::vector<std::int64_t> out_shape;
+  const auto item = static_cast<std::int64_t>(view.dtype().itemsize());
+  call.out_ndim = call.red_ndim = 0;
+  call.n_out = call.len = 1;
+  for (int d = 0; d < view.ndim(); ++d) {
+    const bool reduced = std::find(axes.begin(), axes.end(), d) != axes.end();
+    const std::int64_t e = view.extent(d);
+    if (reduced) {
+      call.red_shape[call.red_ndim] = e;
+      call.red_strides[0][call.red_ndim] = view.stride(d) * item;
+      call.red_strides[1][call.red_ndim] = 0;
+      ++call.red_ndim;
+      call.len *= e;
+      if (keepdims) out_shape.push_back(1);
+    } else {
+      call.out_shape[call.out_ndim] = e;
+      call.out_strides[0][call.out_ndim] = view.stride(d) * item;
+      call.out_strides[1][call.out_ndim] = 0;
+      ++call.out_ndim;
+      call.n_out *= e;
+      out_shape.push_back(e);
+    }
+  }
+  collapse<ARRAYPORT_MAX_NDIM, 1>(call.out_ndim, call.out_shape, call.out_strides);
+  collapse<ARRAYPORT_MAX_NDIM, 1>(call.red_ndim, call.red_shape, call.red_strides);
+  call.in[0] = static_cast<const char*>(view.data());
+  call.in[1] = nullptr;
+  call.in_types[0] = call.in_types[1] = to_type_id(view.dtype());
+  call.contiguous = call.n_out == 1 && (call.red_ndim == 0 || (call.red_ndim == 1 && call.red_strides[0][0] == item));
+  return out_shape;
+}
+
+void launch(reduce_call& call, const placement& where) {
+  const int op = static_cast<int>(call.op), t = static_cast<int>(call.in_type);
+  if (call.n_out == 0) return;
+  if (where.on_gpu) {
+#if ARRAYPORT_HAS_CUDA
+    runtime::device_guard guard(where.device);
+    call.stream = ext::current_stream().handle;
+    cuda::reduce_table[std::size_t(op)][std::size_t(t)](call);
+    return;
+#else
+    runtime::require_device("arrayport.ops on device memory");
+#endif
+  }
+  if (runtime::is_available()) runtime::stream_synchronize(ext::current_stream().handle);
+  cpu::reduce_table[std::size_t(op)][std::size_t(t)](call);
+}
+
+}  // namespace arrayport::ops

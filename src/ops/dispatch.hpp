@@ -1,0 +1,71 @@
+// Dispatch for arrayport.ops: NumPy's result-type rules (NEP 50 for Python scalars), broadcasting
+// and dimension collapsing, where a call runs (CPU or the GPU, from the operands' memory kinds),
+// and the launch through the kernel tables. Python-free: python.cpp reads the arguments.
+#pragma once
+
+#include "elementwise.hpp"
+#include "reduce.hpp"
+#include "types.hpp"
+
+#include <arrayport/view.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace arrayport::ops {
+
+/// The kind of a Python scalar operand; NEP 50 calls these "weak": they adapt to the arrays.
+enum class weak_kind : std::uint8_t { none, bool_, int_, float_, complex_ };
+
+/// One argument of an op: an array view, or a Python scalar (kind only; its value is converted to
+/// the argument's dtype by the caller once the result dtype is known).
+struct ops_arg {
+  strided_view view;         ///< valid when kind == weak_kind::none
+  weak_kind kind = weak_kind::none;
+  const char* name = "x";    ///< the argument's name in error messages
+};
+
+/// NumPy's promotion of two array dtypes (bfloat16 added: with float16 it gives float32, with
+/// an integer wider than 8 bits float64, otherwise it acts as float16 does).
+type_id promote(type_id a, type_id b) noexcept;
+
+/// The result dtype of an element-wise op over `args` (where's condition excluded by the caller),
+/// following NEP 50, then the op's own rule (true division and sqrt of integers give floats).
+/// Throws type_error naming the op and dtype when the op does not support it.
+type_id result_type(op_id op, const char* op_name, const std::vector<const ops_arg*>& args);
+
+/// Where a call runs and what it allocates.
+struct placement {
+  bool on_gpu = false;
+  memory_kind out_kind = memory_kind::host;
+  int device = -1;  ///< CUDA device of device/managed memory, -1 otherwise
+};
+
+/// Chooses the placement from the array operands' memory kinds (`out` included): device memory
+/// runs on its GPU, pageable host memory on the CPU, pinned/managed on the GPU when there is one.
+/// Mixing devices, or device-only with host-only memory, is a value_error naming the arguments.
+placement place(const char* op_name, const std::vector<const ops_arg*>& arrays);
+
+/// Broadcast shape of the arrays' shapes (scalars are 0-d); value_error naming the arguments.
+std::vector<std::int64_t> broadcast_shapes(const char* op_name,
+                                           const std::vector<const ops_arg*>& arrays);
+
+/// Fills the layout of `call` (output + inputs broadcast to `shape`, collapsed) and `flat`.
+/// `out` is the output view (already checked to have `shape`), `arg_types[i]` the dtype input i
+/// loads as.
+void build_layout(ew_call& call, const strided_view& out, const std::vector<std::int64_t>& shape,
+                  const ops_arg* const* inputs, const type_id* arg_types);
+
+/// Runs (CPU) or enqueues (GPU, on the current stream) an element-wise call. GIL not needed.
+void launch(ew_call& call, const placement& where);
+
+/// Fills `call`'s layout for reducing `view` over `axes` (sorted, unique); returns the shape of
+/// the output (with 1s for reduced axes when keepdims).
+std::vector<std::int64_t> build_reduce(reduce_call& call, const strided_view& view,
+                                       const std::vector<int>& axes, bool keepdims);
+
+void launch(reduce_call& call, const placement& where);
+
+}  // namespace arrayport::ops

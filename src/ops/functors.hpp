@@ -1,0 +1,240 @@
+// The element-wise operations as host/device functors over compute types, and which dtypes each
+// one is instantiated for. Shared by the CPU and CUDA kernels, so both compute the same thing.
+#pragma once
+
+#include "types.hpp"
+
+#include <math.h>  // sqrtf/hypotf/fabsf: callable from host and device code alike
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+namespace arrayport::ops {
+
+/// Every element-wise operation, one dispatch-table row each.
+enum class op_id : std::uint8_t {
+  add, subtract, multiply, divide, maximum, minimum,   // binary
+  negative, square, sqrt, abs, copy,                   // unary (copy also casts: astype)
+  where, axpy,                                         // ternary
+  count
+};
+inline constexpr int op_count = static_cast<int>(op_id::count);
+
+constexpr int arity(op_id op) noexcept {
+  return op <= op_id::minimum ? 2 : op <= op_id::copy ? 1 : 3;
+}
+
+/// The op's extra parameter (divide's zero_value), as one element of the result dtype.
+struct op_params {
+  alignas(16) unsigned char value[16];
+  bool has_value;
+};
+
+namespace detail {
+
+template <class C> inline constexpr bool is_signed_int_v =
+    std::is_integral_v<C> && std::is_signed_v<C>;
+
+// Signed integer arithmetic wraps modulo 2^n as in NumPy; computing in the unsigned type keeps
+// C++ from calling overflow undefined.
+template <class C>
+ARRAYPORT_HOST_DEVICE C wrap_add(C a, C b) {
+  if constexpr (is_signed_int_v<C>) {
+    using U = std::make_unsigned_t<C>;
+    return static_cast<C>(static_cast<U>(a) + static_cast<U>(b));
+  } else if constexpr (std::is_same_v<C, bool>) {
+    return a || b;
+  } else {
+    return static_cast<C>(a + b);
+  }
+}
+template <class C>
+ARRAYPORT_HOST_DEVICE C wrap_sub(C a, C b) {
+  if constexpr (is_signed_int_v<C>) {
+    using U = std::make_unsigned_t<C>;
+    return static_cast<C>(static_cast<U>(a) - static_cast<U>(b));
+  } else {
+    return static_cast<C>(a - b);
+  }
+}
+template <class C>
+ARRAYPORT_HOST_DEVICE C wrap_mul(C a, C b) {
+  if constexpr (is_signed_int_v<C>) {
+    using U = std::make_unsigned_t<C>;
+    return static_cast<C>(static_cast<U>(a) * static_cast<U>(b));
+  } else if constexpr (std::is_same_v<C, bool>) {
+    return a && b;
+  } else if constexpr (std::is_same_v<C, std::uint8_t>) {
+    return static_cast<C>(static_cast<unsigned>(a) * static_cast<unsigned>(b));
+  } else {
+    return static_cast<C>(a * b);
+  }
+}
+
+ARRAYPORT_HOST_DEVICE inline float sqrt_(float x) { return sqrtf(x); }
+ARRAYPORT_HOST_DEVICE inline double sqrt_(double x) { return sqrt(x); }
+ARRAYPORT_HOST_DEVICE inline float hypot_(float x, float y) { return hypotf(x, y); }
+ARRAYPORT_HOST_DEVICE inline double hypot_(double x, double y) { return hypot(x, y); }
+ARRAYPORT_HOST_DEVICE inline float fabs_(float x) { return fabsf(x); }
+ARRAYPORT_HOST_DEVICE inline double fabs_(double x) { return fabs(x); }
+ARRAYPORT_HOST_DEVICE inline float copysign_(float x, float y) { return copysignf(x, y); }
+ARRAYPORT_HOST_DEVICE inline double copysign_(double x, double y) { return copysign(x, y); }
+
+template <class C> ARRAYPORT_HOST_DEVICE bool is_nan(C x) {
+  if constexpr (is_complex_v<C>) return x.re != x.re || x.im != x.im;
+  else if constexpr (std::is_floating_point_v<C>) return x != x;
+  else return false;
+}
+
+// NumPy orders complex numbers lexicographically (real part, then imaginary part).
+template <class C> ARRAYPORT_HOST_DEVICE bool greater(C a, C b) {
+  if constexpr (is_complex_v<C>) return a.re > b.re || (a.re == b.re && a.im > b.im);
+  else return a > b;
+}
+
+}  // namespace detail
+
+// Each functor: `arity`, `template <class C> C operator()(C...)` in compute types, and (unary ones
+// whose result type differs) a result type. Constructed once per call from op_params.
+
+struct add_fn {
+  template <class C> ARRAYPORT_HOST_DEVICE C operator()(C a, C b) const {
+    return detail::wrap_add(a, b);
+  }
+};
+struct subtract_fn {
+  template <class C> ARRAYPORT_HOST_DEVICE C operator()(C a, C b) const {
+    return detail::wrap_sub(a, b);
+  }
+};
+struct multiply_fn {
+  template <class C> ARRAYPORT_HOST_DEVICE C operator()(C a, C b) const {
+    return detail::wrap_mul(a, b);
+  }
+};
+// NaN propagates (NumPy's maximum/minimum, not fmax/fmin).
+struct maximum_fn {
+  template <class C> ARRAYPORT_HOST_DEVICE C operator()(C a, C b) const {
+    if (detail::is_nan(a)) return a;
+    if (detail::is_nan(b)) return b;
+    return detail::greater(b, a) ? b : a;
+  }
+};
+struct minimum_fn {
+  template <class C> ARRAYPORT_HOST_DEVICE C operator()(C a, C b) const {
+    if (detail::is_nan(a)) return a;
+    if (detail::is_nan(b)) return b;
+    return detail::greater(a, b) ? b : a;
+  }
+};
+struct negative_fn {
+  template <class C> ARRAYPORT_HOST_DEVICE C operator()(C a) const {
+    if constexpr (std::is_integral_v<C>) return detail::wrap_sub(C(0), a);
+    else return -a;
+  }
+};
+struct square_fn {
+  template <class C> ARRAYPORT_HOST_DEVICE C operator()(C a) const { return detail::wrap_mul(a, a); }
+};
+struct sqrt_fn {
+  template <class C> ARRAYPORT_HOST_DEVICE C operator()(C a) const {
+    if constexpr (is_complex_v<C>) {  // principal root, branch cut on the negative real axis
+      using R = decltype(a.re);
+      if (a.re == R(0) && a.im == R(0)) return C{R(0), a.im};
+      const R t = detail::sqrt_((detail::fabs_(a.re) + detail::hypot_(a.re, a.im)) / R(2));
+      if (a.re >= R(0)) return C{t, a.im / (R(2) * t)};
+      return C{detail::fabs_(a.im) / (R(2) * t), detail::copysign_(t, a.im)};
+    } else {
+      return detail::sqrt_(a);
+    }
+  }
+};
+struct abs_fn {  // complex -> its real type (the store converts the result)
+  template <class C> ARRAYPORT_HOST_DEVICE auto operator()(C a) const {
+    if constexpr (is_complex_v<C>) return detail::hypot_(a.re, a.im);
+    else if constexpr (std::is_floating_point_v<C>) return detail::fabs_(a);
+    else if constexpr (detail::is_signed_int_v<C>) return a < C(0) ? detail::wrap_sub(C(0), a) : a;
+    else return a;
+  }
+};
+struct copy_fn {
+  template <class C> ARRAYPORT_HOST_DEVICE C operator()(C a) const { return a; }
+};
+struct where_fn {  // the condition arrives as bool (a converting load for any other dtype)
+  template <class C> ARRAYPORT_HOST_DEVICE C operator()(bool c, C x, C y) const { return c ? x : y; }
+};
+struct axpy_fn {
+  template <class C> ARRAYPORT_HOST_DEVICE C operator()(C a, C x, C y) const {
+    return detail::wrap_add(detail::wrap_mul(a, x), y);
+  }
+};
+
+/// divide(a, b, zero_value=None): true division; with a zero_value, a zero divisor gives it
+/// instead of inf/nan (NumCu's default-on-zero-divisor).
+template <class C>
+struct divide_fn {
+  C zero_value;
+  bool has_zero_value;
+  ARRAYPORT_HOST_DEVICE C operator()(C a, C b) const {
+    if (has_zero_value && b == C{}) return zero_value;
+    return a / b;
+  }
+};
+
+/// Which result (compute) dtypes an op is instantiated for; the dispatcher promotes inputs into
+/// one of these or raises TypeError.
+constexpr bool supports(op_id op, type_id t) noexcept {
+  if (static_cast<int>(t) >= elementwise_type_count) return false;
+  const bool b = t == type_id::bool_;
+  const bool inexact = is_floating(t) || is_complex(t);
+  switch (op) {
+    case op_id::subtract: case op_id::negative: case op_id::square: return !b;
+    case op_id::divide: case op_id::sqrt: return inexact;
+    default: return true;
+  }
+}
+
+/// The functor type of each op (divide is templated on its compute type for zero_value).
+template <op_id Op, class C> struct functor_of;
+template <class C> struct functor_of<op_id::add, C> { using type = add_fn; };
+template <class C> struct functor_of<op_id::subtract, C> { using type = subtract_fn; };
+template <class C> struct functor_of<op_id::multiply, C> { using type = multiply_fn; };
+template <class C> struct functor_of<op_id::divide, C> { using type = divide_fn<C>; };
+template <class C> struct functor_of<op_id::maximum, C> { using type = maximum_fn; };
+template <class C> struct functor_of<op_id::minimum, C> { using type = minimum_fn; };
+template <class C> struct functor_of<op_id::negative, C> { using type = negative_fn; };
+template <class C> struct functor_of<op_id::square, C> { using type = square_fn; };
+template <class C> struct functor_of<op_id::sqrt, C> { using type = sqrt_fn; };
+template <class C> struct functor_of<op_id::abs, C> { using type = abs_fn; };
+template <class C> struct functor_of<op_id::copy, C> { using type = copy_fn; };
+template <class C> struct functor_of<op_id::where, C> { using type = where_fn; };
+template <class C> struct functor_of<op_id::axpy, C> { using type = axpy_fn; };
+
+/// Builds the functor for result storage type S from the call's parameters.
+template <op_id Op, class S>
+auto make_functor(const op_params& p) {
+  using C = compute_t<S>;
+  using F = typename functor_of<Op, C>::type;
+  if constexpr (Op == op_id::divide) {
+    S zero;
+    std::memcpy(&zero, p.value, sizeof zero);
+    return F{convert<C>(zero), p.has_value};
+  } else {
+    (void)p;
+    return F{};
+  }
+}
+
+/// The storage type argument I of op Op loads as, when the result storage type is S: where's
+/// condition is bool, everything else is S.
+template <op_id Op, int I, class S>
+using arg_storage_t = std::conditional_t<Op == op_id::where && I == 0, bool, S>;
+
+/// The storage type the op stores: abs of complex is real, everything else S.
+template <op_id Op, class S>
+using result_storage_t = std::conditional_t<
+    Op == op_id::abs && is_complex_v<S>,
+    std::conditional_t<std::is_same_v<S, complex<float>>, float, double>, S>;
+
+}  // namespace arrayport::ops

@@ -1,0 +1,438 @@
+// arrayport._core.ops: the Python entry points of the kernel library (nanobind). Reads the
+// arguments, checks them, allocates the output and hands one type-erased call to the dispatcher.
+#include "dispatch.hpp"
+#include "kernels.hpp"
+#include "python.hpp"
+
+#include "../array.hpp"
+#include "../current_stream.hpp"
+#include "../scalars.hpp"
+
+#include <arrayport/buffer.hpp>
+#include <arrayport/runtime.hpp>
+
+#include <nanobind/nanobind.h>
+
+#include <Python.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace nb = nanobind;
+
+namespace arrayport::ext {
+namespace {
+
+using ops::ops_arg;
+using ops::type_id;
+using ops::weak_kind;
+
+// Keeps what an input's view points to alive for the call: the shape/strides in elements and,
+// for buffer-protocol inputs, the Py_buffer.
+struct input_holder {
+  arrayport_view_t c{};
+  std::int64_t extents[2 * ARRAYPORT_MAX_NDIM];
+  Py_buffer buf{};
+  bool has_buf = false;
+  PyObject* scalar = nullptr;  // borrowed: the Python scalar, converted once the dtype is known
+  input_holder() = default;
+  input_holder(const input_holder&) = delete;
+  input_holder& operator=(const input_holder&) = delete;
+  ~input_holder() {
+    if (has_buf) PyBuffer_Release(&buf);
+  }
+};
+
+// The one place that turns a Python object into an operand: an arrayport.Array (its view read
+// directly), a Python scalar (bool, int, float, complex: weak in NEP 50's sense), or -- until the
+// consume bridge lands -- any object with the buffer protocol (host memory: NumPy, memoryview).
+void ops_input(nb::handle obj, const char* op_name, const char* name, input_holder& h,
+               ops_arg& arg, bool allow_scalar = true) {
+  arg.name = name;
+  PyObject* o = obj.ptr();
+  if (is_array(o)) {
+    arg.view = strided_view(reinterpret_cast<array_object*>(o)->view);
+    arg.kind = weak_kind::none;
+    return;
+  }
+  if (allow_scalar) {
+    weak_kind k = weak_kind::none;
+    if (PyBool_Check(o)) k = weak_kind::bool_;
+    else if (PyLong_CheckExact(o) || PyLong_Check(o)) k = weak_kind::int_;
+    else if (PyFloat_Check(o)) k = weak_kind::float_;
+    else if (PyComplex_Check(o)) k = weak_kind::complex_;
+    if (k != weak_kind::none) {
+      arg.kind = k;
+      h.scalar = o;
+      return;
+    }
+  }
+  if (PyObject_CheckBuffer(o)) {
+    if (PyObject_GetBuffer(o, &h.buf, PyBUF_RECORDS_RO) != 0) throw nb::python_error();
+    h.has_buf = true;
+    const dtype dt = parse_buffer_format(h.buf.format, static_cast<std::size_t>(h.buf.itemsize));
+    const int nd = h.buf.ndim;
+    if (nd > ARRAYPORT_MAX_NDIM)
+      throw value_error(std::string(op_name) + ": argument '" + name + "' has " +
+                        std::to_string(nd) + " dimensions, at most " +
+                        std::to_string(ARRAYPORT_MAX_NDIM) + " are supported");
+    for (int i = 0; i < nd; ++i) {
+      h.extents[i] = h.buf.shape[i];
+      const Py_ssize_t s = h.buf.strides ? h.buf.strides[i] : 0;
+      if (s % h.buf.itemsize != 0)
+        throw value_error(std::string(op_name) + ": argument '" + name +
+                          "' has a stride that is not a multiple of its itemsize (" +
+                          std::to_string(s) + " bytes for itemsize " +
+                          std::to_string(h.buf.itemsize) + ")");
+      h.extents[nd + i] = s / h.buf.itemsize;
+    }
+    h.c.version = {ARRAYPORT_C_ABI_VERSION_MAJOR, ARRAYPORT_C_ABI_VERSION_MINOR};
+    h.c.data = h.buf.buf;
+    h.c.ndim = nd;
+    h.c.shape = nd ? h.extents : nullptr;
+    h.c.strides = nd ? h.extents + nd : nullptr;
+    h.c.dtype = dt.to_c();
+    h.c.device = {ARRAYPORT_DEVICE_CPU, 0};
+    h.c.memory_kind = ARRAYPORT_MEMORY_HOST;
+    h.c.flags = h.buf.readonly ? ARRAYPORT_VIEW_READONLY : 0u;
+    h.c.owner = o;
+    arg.view = strided_view(h.c);
+    arg.kind = weak_kind::none;
+    return;
+  }
+  throw type_error(std::string(op_name) + ": argument '" + name +
+                   "': expected an arrayport.Array, a Python scalar or an object with the buffer "
+                   "protocol, got " + Py_TYPE(o)->tp_name);
+}
+
+std::string shape_str(const std::int64_t* s, int n) {
+  std::string r = "(";
+  for (int i = 0; i < n; ++i) r += std::to_string(s[i]) + (n == 1 ? "," : i + 1 < n ? ", " : "");
+  return r + ")";
+}
+
+dtype parse_ops_dtype(nb::handle d) {
+  if (PyUnicode_Check(d.ptr())) {
+    const std::string name = nb::cast<std::string>(d);
+    try {
+      return parse_dtype_name(name);
+    } catch (const type_error&) {
+      return parse_typestr(name.size() > 0 && (name[0] == '<' || name[0] == '|' || name[0] == '=')
+                               ? name : "<" + name);
+    }
+  }
+  if (d.ptr() == reinterpret_cast<PyObject*>(&PyFloat_Type)) return dtypes::float64;
+  if (d.ptr() == reinterpret_cast<PyObject*>(&PyLong_Type)) return dtypes::int64;
+  if (d.ptr() == reinterpret_cast<PyObject*>(&PyBool_Type)) return dtypes::bool_;
+  if (d.ptr() == reinterpret_cast<PyObject*>(&PyComplex_Type)) return dtypes::complex128;
+  if (nb::hasattr(d, "str") && nb::hasattr(d, "kind"))
+    return parse_typestr(nb::cast<std::string>(d.attr("str")));
+  if (nb::hasattr(d, "__name__")) return parse_dtype_name(nb::cast<std::string>(d.attr("__name__")));
+  throw type_error("dtype: expected a dtype name, a NumPy dtype or a Python number type, got " +
+                   std::string(Py_TYPE(d.ptr())->tp_name));
+}
+
+// A freshly allocated C-contiguous output and its view.
+struct output_holder {
+  buffer storage;
+  arrayport_view_t c{};
+  std::int64_t extents[2 * ARRAYPORT_MAX_NDIM];
+};
+
+void allocate_output(output_holder& h, dtype dt, const std::vector<std::int64_t>& shape,
+                     const ops::placement& where) {
+  const int nd = static_cast<int>(shape.size());
+  std::int64_t n = 1;
+  for (int i = nd - 1; i >= 0; --i) {
+    h.extents[i] = shape[std::size_t(i)];
+    h.extents[nd + i] = n;
+    n *= shape[std::size_t(i)];
+  }
+  h.storage = buffer(static_cast<std::size_t>(n) * dt.itemsize(), where.out_kind, where.device,
+                     current_stream().handle);
+  h.c.version = {ARRAYPORT_C_ABI_VERSION_MAJOR, ARRAYPORT_C_ABI_VERSION_MINOR};
+  h.c.data = h.storage.data();
+  h.c.ndim = nd;
+  h.c.shape = h.extents;
+  h.c.strides = h.extents + nd;
+  h.c.dtype = dt.to_c();
+  h.c.memory_kind = static_cast<std::uint32_t>(h.storage.kind());
+}
+
+// Releasing the GIL costs ~100 ns: worth it for GPU launches (which may block) and large CPU work.
+bool release_gil(const ops::placement& where, std::int64_t elements) {
+  return where.on_gpu || elements >= (std::int64_t(1) << 15);
+}
+
+// The element-wise entry: inputs (with their names), optional out=, op parameters.
+nb::object elementwise(ops::op_id op, const char* op_name, const nb::handle* objs,
+                       const char* const* names, int n, nb::handle out_obj,
+                       nb::handle zero_value = nb::none(), const dtype* cast_to = nullptr) {
+  input_holder holders[ops::max_inputs + 1];
+  ops_arg args[ops::max_inputs + 1];
+  for (int i = 0; i < n; ++i) ops_input(objs[i], op_name, names[i], holders[i], args[i]);
+  const bool has_out = !out_obj.is_none();
+  if (has_out) ops_input(out_obj, op_name, "out", holders[n], args[n], /*allow_scalar=*/false);
+
+  // Result dtype: where's condition does not take part; astype names it.
+  std::vector<const ops_arg*> typed;
+  for (int i = op == ops::op_id::where ? 1 : 0; i < n; ++i) typed.push_back(&args[i]);
+  type_id rt;
+  if (cast_to) {
+    rt = ops::to_type_id(*cast_to);
+    if (rt == ops::invalid_type || static_cast<int>(rt) >= ops::elementwise_type_count)
+      throw type_error(std::string(op_name) + ": dtype " + arrayport::detail::describe(*cast_to) +
+                       " is not supported; expected one of bool, uint8, int32, int64, float16, "
+                       "bfloat16, float32, float64, complex64, complex128");
+    ops::result_type(ops::op_id::copy, op_name, typed);  // checks the input's dtype
+  } else {
+    rt = ops::result_type(op, op_name, typed);
+  }
+  type_id out_t = rt;
+  if (op == ops::op_id::abs && ops::is_complex(rt))
+    out_t = rt == type_id::complex64 ? type_id::float32 : type_id::float64;
+  const dtype out_dt = ops::to_dtype(out_t);
+  if (op == ops::op_id::where && args[0].kind == weak_kind::none &&
+      ops::to_type_id(args[0].view.dtype()) == ops::invalid_type)
+    throw type_error(std::string(op_name) + ": argument 'condition' has unsupported dtype " +
+                     arrayport::detail::describe(args[0].view.dtype()));
+
+  std::vector<const ops_arg*> arrays;
+  for (int i = 0; i < n; ++i)
+    if (args[i].kind == weak_kind::none) arrays.push_back(&args[i]);
+  std::vector<std::int64_t> shape = ops::broadcast_shapes(op_name, arrays);
+  if (has_out) {
+    // The inputs broadcast to out's shape (as in NumPy), and out has the result dtype exactly.
+    const strided_view& ov = args[n].view;
+    const int nd = static_cast<int>(shape.size()), off = ov.ndim() - nd;
+    bool fits = off >= 0;
+    for (int d = 0; fits && d < nd; ++d)
+      fits = shape[std::size_t(d)] == 1 || shape[std::size_t(d)] == ov.extent(off + d);
+    if (!fits)
+      throw value_error(std::string(op_name) + ": out: expected shape " +
+                        shape_str(shape.data(), nd) + ", got " +
+                        shape_str(ov.c_view().shape, ov.ndim()));
+    if (ov.dtype() != out_dt)
+      throw type_error(std::string(op_name) + ": out: expected dtype " +
+                       std::string(out_dt.name()) + ", got " +
+                       arrayport::detail::describe(ov.dtype()));
+    if (ov.readonly())
+      throw value_error(std::string(op_name) + ": out: expected a writable array, got a read-only one");
+    shape.assign(ov.c_view().shape, ov.c_view().shape + ov.ndim());
+    arrays.push_back(&args[n]);
+  }
+  const ops::placement where = ops::place(op_name, arrays);
+
+  ops::ew_call call;
+  call.op = op;
+  call.compute = rt;
+  call.n_inputs = n;
+  type_id arg_types[ops::max_inputs];
+  for (int i = 0; i < n; ++i)
+    arg_types[i] = (op == ops::op_id::where && i == 0) ? type_id::bool_ : rt;
+  for (int i = 0; i < n; ++i)
+    if (args[i].kind != weak_kind::none)
+      scalar_to_bytes(holders[i].scalar, ops::to_dtype(arg_types[i]), call.in[i].scalar);
+  call.params.has_value = !zero_value.is_none();
+  if (call.params.has_value) scalar_to_bytes(zero_value.ptr(), ops::to_dtype(rt), call.params.value);
+
+  output_holder result;
+  strided_view out_view;
+  if (has_out) {
+    out_view = args[n].view;
+  } else {
+    allocate_output(result, out_dt, shape, where);
+    result.c.device = result.storage.dlpack_device();
+    out_view = strided_view(result.c);
+  }
+  call.out = static_cast<char*>(out_view.data());
+  const ops_arg* inputs[ops::max_inputs] = {&args[0], n > 1 ? &args[1] : nullptr,
+                                            n > 2 ? &args[2] : nullptr};
+  ops::build_layout(call, out_view, shape, inputs, arg_types);
+  if (release_gil(where, call.size)) {
+    nb::gil_scoped_release unlocked;
+    ops::launch(call, where);
+  } else {
+    ops::launch(call, where);
+  }
+  if (has_out) return nb::borrow(out_obj);
+  return make_owned_array(std::move(result.storage), out_dt, shape);
+}
+
+// axis: None (all), an int, or a tuple of ints; negative counts from the end.
+std::vector<int> parse_axes(nb::handle axis, int ndim, const char* op_name) {
+  std::vector<int> axes;
+  if (axis.is_none()) {
+    for (int d = 0; d < ndim; ++d) axes.push_back(d);
+    return axes;
+  }
+  auto one = [&](nb::handle h) {
+    if (!PyLong_Check(h.ptr()) || PyBool_Check(h.ptr()))
+      throw type_error(std::string(op_name) + ": axis: expected None, an int or a tuple of ints, got " +
+                       Py_TYPE(h.ptr())->tp_name);
+    long long a = PyLong_AsLongLong(h.ptr());
+    if (a == -1 && PyErr_Occurred()) throw nb::python_error();
+    if (a < -ndim || a >= ndim)
+      throw value_error(std::string(op_name) + ": axis " + std::to_string(a) +
+                        " is out of bounds for array of dimension " + std::to_string(ndim));
+    const int d = static_cast<int>(a < 0 ? a + ndim : a);
+    if (std::find(axes.begin(), axes.end(), d) != axes.end())
+      throw value_error(std::string(op_name) + ": axis: duplicate value " + std::to_string(a));
+    axes.push_back(d);
+  };
+  if (PyTuple_Check(axis.ptr())) {
+    for (nb::handle h : nb::borrow<nb::tuple>(axis)) one(h);
+  } else {
+    one(axis);
+  }
+  std::sort(axes.begin(), axes.end());
+  return axes;
+}
+
+nb::object finish_reduce(ops::reduce_call& call, const ops::placement& where, dtype out_dt,
+                         const std::vector<std::int64_t>& shape) {
+  output_holder result;
+  allocate_output(result, out_dt, shape, where);
+  call.out = static_cast<char*>(result.storage.data());
+  if (release_gil(where, call.n_out * call.len)) {
+    nb::gil_scoped_release unlocked;
+    ops::launch(call, where);
+  } else {
+    ops::launch(call, where);
+  }
+  return make_owned_array(std::move(result.storage), out_dt, shape);
+}
+
+const char* reduce_name(ops::reduce_op op) {
+  switch (op) {
+    case ops::reduce_op::sum: return "sum";
+    case ops::reduce_op::mean: return "mean";
+    case ops::reduce_op::min: return "min";
+    case ops::reduce_op::max: return "max";
+    default: return "dot";
+  }
+}
+
+nb::object reduce(ops::reduce_op op, nb::handle x, nb::handle axis, bool keepdims) {
+  const char* op_name = reduce_name(op);
+  input_holder h;
+  ops_arg arg;
+  ops_input(x, op_name, "x", h, arg, /*allow_scalar=*/false);
+  const type_id t = ops::to_type_id(arg.view.dtype());
+  const type_id rt = (t == ops::invalid_type || int(t) >= ops::elementwise_type_count)
+                         ? ops::invalid_type : ops::reduce_result_type(op, t);
+  if (rt == ops::invalid_type)
+    throw type_error(std::string(op_name) + ": not supported for dtype " +
+                     arrayport::detail::describe(arg.view.dtype()));
+  const std::vector<int> axes = parse_axes(axis, arg.view.ndim(), op_name);
+  const ops::placement where = ops::place(op_name, {&arg});
+  ops::reduce_call call;
+  call.op = op;
+  call.in_type = t;
+  const std::vector<std::int64_t> shape = ops::build_reduce(call, arg.view, axes, keepdims);
+  if (call.len == 0 && call.n_out > 0 && (op == ops::reduce_op::min || op == ops::reduce_op::max))
+    throw value_error(std::string(op_name) + ": zero-size array to reduction operation " +
+                      op_name + " which has no identity");
+  return finish_reduce(call, where, ops::to_dtype(rt), shape);
+}
+
+nb::object dot(nb::handle x, nb::handle y) {
+  input_holder hs[2];
+  ops_arg args[2];
+  ops_input(x, "dot", "x", hs[0], args[0], false);
+  ops_input(y, "dot", "y", hs[1], args[1], false);
+  const type_id rt = ops::result_type(ops::op_id::multiply, "dot", {&args[0], &args[1]});
+  if (args[0].view.ndim() != 1 || args[1].view.ndim() != 1 ||
+      args[0].view.extent(0) != args[1].view.extent(0))
+    throw value_error("dot: expected two 1-dimensional arrays of the same length, got shapes " +
+                      shape_str(args[0].view.c_view().shape, args[0].view.ndim()) + " and " +
+                      shape_str(args[1].view.c_view().shape, args[1].view.ndim()));
+  const ops::placement where = ops::place("dot", {&args[0], &args[1]});
+  ops::reduce_call call;
+  call.op = ops::reduce_op::dot;
+  call.in_type = rt;
+  call.n_out = 1;
+  call.len = args[0].view.extent(0);
+  call.out_ndim = 0;
+  call.red_ndim = 1;
+  call.red_shape[0] = call.len;
+  for (int k = 0; k < 2; ++k) {
+    call.in[k] = static_cast<const char*>(args[k].view.data());
+    call.in_types[k] = ops::to_type_id(args[k].view.dtype());
+    call.red_strides[k][0] =
+        args[k].view.stride(0) * static_cast<std::int64_t>(args[k].view.dtype().itemsize());
+  }
+  call.contiguous = false;
+  return finish_reduce(call, where, ops::to_dtype(rt), {});
+}
+
+}  // namespace
+
+void register_ops(nb::module_& parent) {
+  using namespace nb::literals;
+  nb::module_ m = parent.def_submodule("ops", "Element-wise operations and reductions.");
+
+  auto binary = [&](const char* name, ops::op_id op, const char* doc) {
+    m.def(name, [op, name](nb::handle x1, nb::handle x2, nb::handle out) {
+            const nb::handle objs[] = {x1, x2};
+            static const char* const names[] = {"x1", "x2"};
+            return elementwise(op, name, objs, names, 2, out);
+          }, "x1"_a, "x2"_a, nb::kw_only(), "out"_a = nb::none(), doc);
+  };
+  binary("add", ops::op_id::add, "x1 + x2, element-wise, with NumPy broadcasting.");
+  binary("subtract", ops::op_id::subtract, "x1 - x2, element-wise.");
+  binary("multiply", ops::op_id::multiply, "x1 * x2, element-wise.");
+  binary("maximum", ops::op_id::maximum, "Element-wise maximum; NaN propagates.");
+  binary("minimum", ops::op_id::minimum, "Element-wise minimum; NaN propagates.");
+  m.def("divide", [](nb::handle x1, nb::handle x2, nb::handle out, nb::handle zero_value) {
+          const nb::handle objs[] = {x1, x2};
+          static const char* const names[] = {"x1", "x2"};
+          return elementwise(ops::op_id::divide, "divide", objs, names, 2, out, zero_value);
+        }, "x1"_a, "x2"_a, nb::kw_only(), "out"_a = nb::none(), "zero_value"_a = nb::none(),
+        "x1 / x2 (true division); where x2 == 0 gives zero_value when one is given.");
+
+  auto unary = [&](const char* name, ops::op_id op, const char* doc) {
+    m.def(name, [op, name](nb::handle x, nb::handle out) {
+            static const char* const names[] = {"x"};
+            return elementwise(op, name, &x, names, 1, out);
+          }, "x"_a, nb::kw_only(), "out"_a = nb::none(), doc);
+  };
+  unary("negative", ops::op_id::negative, "-x, element-wise.");
+  unary("square", ops::op_id::square, "x * x, element-wise.");
+  unary("sqrt", ops::op_id::sqrt, "Square root, element-wise (integers give floats).");
+  unary("abs", ops::op_id::abs, "Absolute value (complex: the modulus, a real dtype).");
+  unary("copy", ops::op_id::copy, "A copy of x (contiguous), or x written into out.");
+  m.def("astype", [](nb::handle x, nb::handle dt, nb::handle out) {
+          const dtype target = parse_ops_dtype(dt);
+          static const char* const names[] = {"x"};
+          return elementwise(ops::op_id::copy, "astype", &x, names, 1, out, nb::none(), &target);
+        }, "x"_a, "dtype"_a, nb::kw_only(), "out"_a = nb::none(),
+        "x converted to dtype (NumPy's unsafe casting: wraps, truncates, drops imaginary parts).");
+  m.def("where", [](nb::handle condition, nb::handle x, nb::handle y, nb::handle out) {
+          const nb::handle objs[] = {condition, x, y};
+          static const char* const names[] = {"condition", "x", "y"};
+          return elementwise(ops::op_id::where, "where", objs, names, 3, out);
+        }, "condition"_a, "x"_a, "y"_a, nb::kw_only(), "out"_a = nb::none(),
+        "x where condition is true, else y (condition converted to bool).");
+  m.def("axpy", [](nb::handle a, nb::handle x, nb::handle y, nb::handle out) {
+          const nb::handle objs[] = {a, x, y};
+          static const char* const names[] = {"a", "x", "y"};
+          return elementwise(ops::op_id::axpy, "axpy", objs, names, 3, out);
+        }, "a"_a, "x"_a, "y"_a, nb::kw_only(), "out"_a = nb::none(),
+        "a * x + y in one pass (rounded after the multiply and after the add, as NumPy would).");
+
+  auto reduction = [&](const char* name, ops::reduce_op op, const char* doc) {
+    m.def(name, [op](nb::handle x, nb::handle axis, bool keepdims) {
+            return reduce(op, x, axis, keepdims);
+          }, "x"_a, "axis"_a = nb::none(), "keepdims"_a = false, doc);
+  };
+  reduction("sum", ops::reduce_op::sum, "Sum over axis (None: all), pairwise/tree accumulated.");
+  reduction("mean", ops::reduce_op::mean, "Mean over axis (None: all); integers give float64.");
+  reduction("min", ops::reduce_op::min, "Minimum over axis; NaN propagates; empty is an error.");
+  reduction("max", ops::reduce_op::max, "Maximum over axis; NaN propagates; empty is an error.");
+  m.def("dot", &dot, "x"_a, "y"_a, "Inner product of two 1-d arrays (no conjugation).");
+}
+
+}  // namespace arrayport::ext

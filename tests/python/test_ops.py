@@ -1,0 +1,484 @@
+"""arrayport.ops against NumPy: every op x dtype x layout (contiguous, broadcast, strided, scalar),
+reductions over every axis form, NEP 50 result dtypes, and the error cases (out= untouched).
+
+Tolerances (relative, documented in arrayport.ops): integers and bool exact; float64 1e-12;
+float32 / complex64 2e-6 (element-wise) and 1e-5 (reductions: pairwise vs NumPy's pairwise with
+another blocking); float16 1e-3 (one rounding of a float32 result, as NumPy does); bfloat16 1e-2
+(NumPy has no bfloat16: compared against float32 arithmetic on the bfloat16-rounded inputs).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import arrayport as ap
+from arrayport import ops
+from conftest import needs_gpu
+
+NUMPY_DTYPES = ["bool", "uint8", "int32", "int64", "float16", "float32", "float64", "complex64", "complex128"]
+ALL_DTYPES = NUMPY_DTYPES[:5] + ["bfloat16"] + NUMPY_DTYPES[5:]
+RTOL = {"float16": 1e-3, "bfloat16": 1e-2, "float32": 2e-6, "complex64": 2e-6, "float64": 1e-12, "complex128": 1e-12}
+RED_RTOL = {"float16": 1e-2, "bfloat16": 5e-2, "float32": 1e-5, "complex64": 1e-5, "float64": 1e-12, "complex128": 1e-12}
+
+
+def rng_array(shape, dtype, seed=0, positive=False):
+    r = np.random.default_rng(seed)
+    if dtype == "bool":
+        return r.integers(0, 2, shape).astype(bool)
+    if dtype == "uint8":
+        return r.integers(0, 255, shape).astype(np.uint8)
+    if dtype in ("int32", "int64"):
+        return r.integers(1 if positive else -100, 100, shape).astype(dtype)
+    x = r.uniform(0.1 if positive else -4, 4, shape)
+    if dtype.startswith("complex"):
+        x = x + 1j * r.uniform(-4, 4, shape)
+    return x.astype(dtype if dtype != "bfloat16" else "float32")
+
+
+def make(x, dtype):
+    """An operand of `dtype` from NumPy data: a NumPy array, or an arrayport Array for bfloat16."""
+    if dtype == "bfloat16":
+        return ops.astype(x, "bfloat16")
+    return x.astype(dtype)
+
+
+def to_numpy(a):
+    if isinstance(a, ap.Array):
+        if a.dtype == "bfloat16":
+            a = ops.astype(a, "float32")
+        return a.get() if a.memory == "device" else np.asarray(a)
+    return np.asarray(a)
+
+
+def ref_input(x, dtype):
+    """What the kernel sees, as NumPy can compute with it (bfloat16 -> its float32 values)."""
+    if dtype == "bfloat16":
+        return to_numpy(ops.astype(x, "bfloat16"))
+    return x.astype(dtype)
+
+
+def check(got, want, dtype, rtol_table=RTOL):
+    got_np = to_numpy(got)
+    assert got_np.shape == np.shape(want)
+    if dtype in rtol_table:
+        rtol = rtol_table[dtype]
+        np.testing.assert_allclose(got_np, np.asarray(want), rtol=rtol, atol=rtol)
+    else:
+        np.testing.assert_array_equal(got_np, want)
+
+
+BINARY = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide,
+          "maximum": np.maximum, "minimum": np.minimum}
+UNARY = {"negative": np.negative, "square": np.square, "sqrt": np.sqrt, "abs": np.abs, "copy": np.copy}
+LAYOUTS = ["contiguous", "broadcast", "strided", "scalar", "transposed"]
+
+
+def supported(name, dtype):
+    if dtype == "bool" and name in ("subtract", "negative", "square"):
+        return False
+    return True
+
+
+def binary_operands(layout, dtype):
+    a = rng_array((6, 8), dtype, 1, positive=True)
+    b = rng_array((6, 8), dtype, 2, positive=True)
+    if layout == "broadcast":
+        a = rng_array((3, 1, 8), dtype, 1, positive=True)
+        b = rng_array((5, 8), dtype, 2, positive=True)
+    elif layout == "strided":
+        a = rng_array((12, 16), dtype, 1, positive=True)[::2, 1::2]
+        b = rng_array((6, 24), dtype, 2, positive=True)[:, ::3]
+    elif layout == "transposed":
+        a = rng_array((8, 6), dtype, 1, positive=True).T
+    return a, b
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+@pytest.mark.parametrize("name", list(BINARY))
+def test_binary_matches_numpy(name, dtype, layout):
+    a, b = binary_operands(layout, dtype)
+    fn = getattr(ops, name)
+    if not supported(name, dtype):
+        with pytest.raises(TypeError, match=f"{name}: not supported for dtype bool"):
+            fn(make(a, dtype), make(b, dtype))
+        return
+    if layout == "scalar":
+        scalar = 3 if dtype not in ("float16", "bfloat16", "float32", "float64", "complex64", "complex128") else 1.5
+        if dtype == "bool":
+            scalar = True
+        got = fn(make(a, dtype), scalar)
+        ra = ref_input(a, dtype)
+        with np.errstate(all="ignore"):
+            want = BINARY[name](ra.astype("float32") if dtype == "bfloat16" else ra, scalar)
+    else:
+        got = fn(make(a, dtype), make(b, dtype))
+        with np.errstate(all="ignore"):
+            want = BINARY[name](ref_input(a, dtype), ref_input(b, dtype))
+    if dtype != "bfloat16":
+        assert got.dtype == str(want.dtype), (got.dtype, want.dtype)
+    check(got, want, dtype if dtype == "bfloat16" else str(want.dtype))
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+@pytest.mark.parametrize("name", list(UNARY))
+@pytest.mark.parametrize("layout", ["contiguous", "strided"])
+def test_unary_matches_numpy(name, dtype, layout):
+    x = rng_array((7, 9), dtype, 3, positive=(name == "sqrt"))
+    if layout == "strided":
+        x = rng_array((14, 9), dtype, 3, positive=(name == "sqrt"))[::-2]
+    fn = getattr(ops, name)
+    if not supported(name, dtype):
+        with pytest.raises(TypeError, match=f"{name}: not supported for dtype bool"):
+            fn(make(x, dtype))
+        return
+    got = fn(make(x, dtype))
+    rx = ref_input(x, dtype)
+    want = UNARY[name](rx)
+    if dtype != "bfloat16":
+        assert got.dtype == str(want.dtype), (got.dtype, want.dtype)
+    check(got, want, dtype if dtype == "bfloat16" else str(want.dtype))
+
+
+def test_arrayport_arrays_as_inputs_and_out_in_place():
+    x = ops.copy(np.arange(12, dtype=np.float32).reshape(3, 4))
+    y = ops.copy(np.ones(4, dtype=np.float32))
+    assert isinstance(x, ap.Array) and x.memory == "host"
+    r = ops.add(x, y, out=x)
+    assert r is x
+    np.testing.assert_array_equal(np.asarray(x), np.arange(12, dtype=np.float32).reshape(3, 4) + 1)
+    view = x[:, 1::2]
+    ops.multiply(view, 2, out=view)
+    want = np.arange(12, dtype=np.float32).reshape(3, 4) + 1
+    want[:, 1::2] *= 2
+    np.testing.assert_array_equal(np.asarray(x), want)
+
+
+def test_out_into_numpy_array():
+    out = np.zeros((2, 3))
+    r = ops.add(np.ones((2, 3)), 2.0, out=out)
+    assert r is out
+    np.testing.assert_array_equal(out, 3.0)
+
+
+@pytest.mark.parametrize("dtype", NUMPY_DTYPES)
+@pytest.mark.parametrize("other", NUMPY_DTYPES)
+def test_mixed_dtypes_follow_numpy_result_type(dtype, other):
+    a = rng_array((4, 5), dtype, 1, positive=True)
+    b = rng_array((5,), other, 2, positive=True)
+    got = ops.add(a, b)
+    want = np.add(a, b)
+    assert got.dtype == str(want.dtype)
+    check(got, want, str(want.dtype))
+
+
+@pytest.mark.parametrize("dtype,scalar,expected", [
+    ("uint8", 3, "uint8"), ("int32", 2.5, "float64"), ("float32", 2.5, "float32"),
+    ("float32", 1j, "complex64"), ("float16", 1j, "complex64"), ("int64", 1j, "complex128"),
+    ("bool", 1, "int64"), ("bool", True, "bool"), ("uint8", True, "uint8"),
+    ("float64", 1j, "complex128"), ("bfloat16", 2.0, "bfloat16"), ("bfloat16", 2, "bfloat16"),
+])
+def test_python_scalars_follow_nep50(dtype, scalar, expected):
+    a = make(rng_array((3,), dtype if dtype != "bfloat16" else "float32", positive=True), dtype)
+    assert ops.add(a, scalar).dtype == expected
+    if dtype != "bfloat16":
+        assert str(np.result_type(np.empty(0, dtype), scalar)) == expected
+
+
+def test_scalars_only_give_a_0d_array():
+    r = ops.add(1, 2)
+    assert r.shape == () and r.dtype == "int64" and int(np.asarray(r)) == 3
+    assert ops.multiply(2, 1.5).dtype == "float64"
+
+
+def test_bfloat16_promotion_rules():
+    bf = ops.astype(np.ones(3, np.float32), "bfloat16")
+    assert ops.add(bf, np.ones(3, np.float16)).dtype == "float32"
+    assert ops.add(bf, np.ones(3, np.uint8)).dtype == "bfloat16"
+    assert ops.add(bf, np.ones(3, np.int32)).dtype == "float64"
+    assert ops.add(bf, np.ones(3, np.float32)).dtype == "float32"
+    assert ops.add(bf, np.ones(3, np.complex64)).dtype == "complex64"
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_where(dtype):
+    cond = rng_array((4, 1, 6), "bool", 5)
+    x = rng_array((3, 6), dtype, 6)
+    y = rng_array((6,), dtype, 7)
+    got = ops.where(cond, make(x, dtype), make(y, dtype))
+    want = np.where(cond, ref_input(x, dtype), ref_input(y, dtype))
+    check(got, want, dtype)
+    # A non-bool condition is its truth value; scalars broadcast.
+    got = ops.where(np.array([0, 2, 0], np.int32), 1.5, np.arange(3.0))
+    np.testing.assert_array_equal(np.asarray(got), [0.0, 1.5, 2.0])
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64", "float16", "bfloat16", "float32", "float64", "complex64", "complex128"])
+def test_axpy(dtype):
+    x = rng_array((5, 7), dtype, 1)
+    y = rng_array((7,), dtype, 2)
+    got = ops.axpy(3, make(x, dtype), make(y, dtype))
+    want = 3 * ref_input(x, dtype) + ref_input(y, dtype)
+    check(got, want, dtype)
+    out = make(np.zeros((5, 7), dtype if dtype != "bfloat16" else "float32"), dtype)
+    assert ops.axpy(make(x, dtype), make(x, dtype), make(y, dtype), out=out) is out
+    check(out, ref_input(x, dtype) ** 2 + ref_input(y, dtype), dtype)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "float32", "float64", "complex128"])
+def test_divide_zero_value(dtype):
+    a = np.array([1, 2, 3, 4], dtype)
+    b = np.array([1, 0, 2, 0], dtype)
+    got = ops.divide(a, b, zero_value=-1)
+    want_dtype = "float64" if dtype == "int32" else dtype
+    assert got.dtype == want_dtype
+    np.testing.assert_allclose(np.asarray(got), np.array([1, -1, 1.5, -1], want_dtype))
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(np.asarray(ops.divide(a, b)), np.divide(a, b))
+
+
+@pytest.mark.parametrize("src", ALL_DTYPES)
+@pytest.mark.parametrize("dst", ALL_DTYPES)
+def test_astype(src, dst):
+    x = rng_array((4, 6), src, 3, positive=True)[:, ::2]
+    if src.startswith("complex") and not dst.startswith("complex"):
+        x = x.real.astype(src)  # NumPy warns when dropping the imaginary part
+    got = ops.astype(make(x, src), dst)
+    assert got.dtype == dst
+    ref = ref_input(x, src)
+    if dst == "bfloat16":
+        want = to_numpy(ops.astype(ref.astype(np.float32) if not src.startswith("complex") else ref.real.astype(np.float32), "bfloat16"))
+        check(got, want, "bfloat16")
+    else:
+        if src.startswith("complex") and not dst.startswith("complex"):
+            ref = ref.real
+        check(got, ref.astype(dst), dst)
+
+
+def test_integer_arithmetic_wraps_like_numpy():
+    a = np.array([2**31 - 1, -(2**31)], np.int32)
+    np.testing.assert_array_equal(np.asarray(ops.add(a, a)), a + a)
+    np.testing.assert_array_equal(np.asarray(ops.negative(a)), -a)
+    np.testing.assert_array_equal(np.asarray(ops.abs(a)), np.abs(a))
+    u = np.array([200, 255], np.uint8)
+    np.testing.assert_array_equal(np.asarray(ops.multiply(u, u)), u * u)
+
+
+def test_maximum_minimum_propagate_nan():
+    a = np.array([1.0, np.nan, 3.0])
+    b = np.array([np.nan, 2.0, 1.0])
+    np.testing.assert_array_equal(np.asarray(ops.maximum(a, b)), np.maximum(a, b))
+    np.testing.assert_array_equal(np.asarray(ops.minimum(a, b)), np.minimum(a, b))
+
+
+def test_large_contiguous_and_strided_use_threads():
+    a = rng_array((1 << 20,), "float32", 1)
+    b = rng_array((1 << 20,), "float32", 2)
+    np.testing.assert_array_equal(np.asarray(ops.add(a, b)), a + b)
+    np.testing.assert_array_equal(np.asarray(ops.multiply(a[::2], b[1::2])), a[::2] * b[1::2])
+    m = a.reshape(1024, 1024)
+    np.testing.assert_array_equal(np.asarray(ops.subtract(m, m.T)), m - m.T)
+
+
+# ---- reductions ---------------------------------------------------------------------------------
+
+AXES = [None, 0, 1, -1, (0, 2), (0, 1, 2), ()]
+
+
+@pytest.mark.parametrize("keepdims", [False, True])
+@pytest.mark.parametrize("axis", AXES)
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+@pytest.mark.parametrize("name", ["sum", "mean", "min", "max"])
+def test_reductions_match_numpy(name, dtype, axis, keepdims):
+    x = rng_array((4, 5, 6), dtype, 9)
+    if dtype.startswith("complex") and name in ("min", "max"):
+        with pytest.raises(TypeError, match=f"{name}: not supported for dtype {dtype}"):
+            getattr(ops, name)(x, axis=axis)
+        return
+    got = getattr(ops, name)(make(x, dtype), axis=axis, keepdims=keepdims)
+    ref = ref_input(x, dtype)
+    want = getattr(np, name)(ref if dtype != "float16" else ref, axis=axis, keepdims=keepdims)
+    if dtype != "bfloat16":
+        assert got.dtype == str(np.asarray(want).dtype), (got.dtype, np.asarray(want).dtype)
+    kind = dtype if dtype in ("bfloat16", "float16") else str(np.asarray(want).dtype)
+    check(got, want, kind, RED_RTOL)
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "min", "max"])
+def test_reductions_of_strided_views(name):
+    base = rng_array((10, 12, 8), "float64", 4)
+    x = base[::2, ::-3, 1:7]
+    for axis in [None, 0, 1, (1, 2)]:
+        check(getattr(ops, name)(x, axis=axis), getattr(np, name)(x, axis=axis), "float64")
+    xt = base.transpose(2, 0, 1)
+    check(getattr(ops, name)(xt, axis=(0, 2)), getattr(np, name)(xt, axis=(0, 2)), "float64")
+
+
+def test_pairwise_sum_is_accurate():
+    x = np.random.default_rng(0).uniform(0, 1, 10_000_003).astype(np.float32)
+    exact = x.astype(np.float64).sum()
+    got = float(np.asarray(ops.sum(x)))
+    assert abs(got - exact) / exact < 1e-6
+    naive_error = abs(float(np.cumsum(x, dtype=np.float32)[-1]) - exact) / exact
+    assert abs(got - exact) / exact < naive_error / 10
+    m = x[: 1001 * 9990].reshape(1001, 9990)[:, :9000]
+    check(ops.sum(m, axis=1), m.sum(axis=1), "float32", RED_RTOL)
+
+
+def test_reduction_edge_cases():
+    assert float(np.asarray(ops.sum(np.zeros(0)))) == 0.0
+    assert ops.sum(np.zeros((3, 0)), axis=1).shape == (3,)
+    with np.errstate(all="ignore"):
+        assert np.isnan(float(np.asarray(ops.mean(np.zeros(0)))))
+    assert ops.sum(np.arange(5, dtype=np.uint8)).dtype == "uint64"
+    assert ops.sum(np.ones(5, bool)).dtype == "int64"
+    assert int(np.asarray(ops.sum(np.ones(5, bool)))) == 5
+    assert np.isnan(float(np.asarray(ops.max(np.array([1.0, np.nan, 2.0])))))
+    assert float(np.asarray(ops.sum(np.float64(2.5)))) == 2.5  # a NumPy scalar is a 0-d array
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_dot(dtype):
+    x = rng_array((1000,), dtype, 1)
+    y = rng_array((2000,), dtype, 2)[::2]
+    got = ops.dot(make(x, dtype), make(y, dtype))
+    want = np.dot(ref_input(x, dtype), ref_input(y, dtype)) if dtype != "bool" else np.dot(x, y)
+    kind = dtype if dtype in ("bfloat16", "float16") else str(np.asarray(want).dtype)
+    check(got, want, kind, {**RED_RTOL, "float16": 5e-2, "bfloat16": 1e-1})
+    assert ops.dot(np.ones(3, np.int32), np.ones(3, np.float32)).dtype == "float64"
+
+
+# ---- errors ---------------------------------------------------------------------------------------
+
+
+def test_errors_name_the_argument_and_leave_out_untouched():
+    out = np.full((2, 3), 7.0)
+    with pytest.raises(ValueError, match=r"add: operands could not be broadcast together: 'x1' \(2, 3\) 'x2' \(4,\)"):
+        ops.add(np.ones((2, 3)), np.ones(4), out=out)
+    with pytest.raises(ValueError, match=r"add: out: expected shape \(2, 4\), got \(2, 3\)"):
+        ops.add(np.ones((2, 4)), 1.0, out=out)
+    with pytest.raises(TypeError, match="add: out: expected dtype float32, got float64"):
+        ops.add(np.ones((2, 3), np.float32), np.float32(1), out=out)
+    with pytest.raises(OverflowError, match="300 is out of range for uint8"):
+        ops.add(np.ones((2, 3), np.uint8), 300, out=np.zeros((2, 3), np.uint8))
+    readonly = np.full((2, 3), 7.0)
+    readonly.flags.writeable = False
+    with pytest.raises(ValueError, match="add: out: expected a writable array, got a read-only one"):
+        ops.add(np.ones((2, 3)), 1.0, out=readonly)
+    with pytest.raises(TypeError, match="divide: out: expected dtype float64, got int64"):
+        ops.divide(np.ones(3, np.int64), 2, out=np.zeros(3, np.int64))
+    np.testing.assert_array_equal(out, 7.0)
+    np.testing.assert_array_equal(readonly, 7.0)
+
+
+def test_bad_inputs():
+    with pytest.raises(TypeError, match="add: argument 'x2': expected an arrayport.Array, a Python scalar or an object with the buffer protocol, got list"):
+        ops.add(np.ones(3), [1, 2, 3])
+    with pytest.raises(TypeError, match="add: argument 'x1' has dtype int8, expected one of bool"):
+        ops.add(np.ones(3, np.int8), 1)
+    with pytest.raises(TypeError, match="astype: dtype int16 is not supported"):
+        ops.astype(np.ones(3), "int16")
+    with pytest.raises(TypeError, match="sqrt: not supported for dtype bool|negative"):
+        ops.negative(np.ones(3, bool))
+    with pytest.raises(ValueError, match="sum: axis 3 is out of bounds for array of dimension 2"):
+        ops.sum(np.ones((2, 3)), axis=3)
+    with pytest.raises(ValueError, match="sum: axis: duplicate value -1"):
+        ops.sum(np.ones((2, 3)), axis=(1, -1))
+    with pytest.raises(TypeError, match="sum: axis: expected None, an int or a tuple of ints, got float"):
+        ops.sum(np.ones((2, 3)), axis=1.0)
+    with pytest.raises(ValueError, match="max: zero-size array to reduction operation max which has no identity"):
+        ops.max(np.zeros((0, 3)))
+    with pytest.raises(ValueError, match=r"dot: expected two 1-dimensional arrays of the same length, got shapes \(3,\) and \(4,\)"):
+        ops.dot(np.ones(3), np.ones(4))
+    with pytest.raises(TypeError, match="sum: argument 'x': expected an arrayport.Array"):
+        ops.sum(3.0)
+
+
+def test_public_names():
+    assert ap.ops is ops
+    for name in ops.__all__:
+        assert callable(getattr(ops, name))
+
+
+# ---- GPU (device and managed memory): run on the GPU machine --------------------------------------
+
+GPU_MEMORY = ["device", "managed"]
+
+
+def to_gpu(x, memory):
+    """NumPy data in `memory`: through managed memory, which the CPU path can write."""
+    managed = ap.empty(x.shape, dtype=str(x.dtype), memory="managed")
+    ops.copy(x, out=managed)
+    if memory == "managed":
+        return managed
+    dev = ap.empty(x.shape, dtype=str(x.dtype), memory="device")
+    ops.copy(managed, out=dev)
+    return dev
+
+
+@needs_gpu
+@pytest.mark.parametrize("memory", GPU_MEMORY)
+@pytest.mark.parametrize("dtype", ["int32", "float16", "float32", "float64", "complex64"])
+@pytest.mark.parametrize("layout", ["contiguous", "broadcast", "strided", "scalar", "transposed"])
+def test_gpu_binary(memory, dtype, layout):
+    a, b = binary_operands(layout, dtype)
+    ga = to_gpu(np.ascontiguousarray(a), memory)
+    if layout in ("strided", "transposed"):
+        ga = to_gpu(np.ascontiguousarray(a), memory)  # strided inputs come from GPU views below
+    for name, ref in BINARY.items():
+        other = 2 if layout == "scalar" else to_gpu(np.ascontiguousarray(b), memory)
+        want_b = 2 if layout == "scalar" else b
+        got = getattr(ops, name)(ga, other)
+        assert got.memory == memory
+        with np.errstate(all="ignore"):
+            want = ref(np.ascontiguousarray(a), want_b)
+        check(got, want, str(want.dtype))
+    big = rng_array((1 << 20) + 3, dtype, 5)
+    gbig = to_gpu(big, memory)
+    check(ops.add(gbig[1:], gbig[:-1]), big[1:] + big[:-1], dtype)  # unaligned: no vector path
+    check(ops.add(gbig, gbig), big + big, dtype)
+    check(ops.multiply(gbig[::3], 3), big[::3] * 3, dtype)
+
+
+@needs_gpu
+@pytest.mark.parametrize("memory", GPU_MEMORY)
+def test_gpu_out_where_astype_axpy_dot(memory):
+    x = rng_array((300, 7), "float32", 1)
+    y = rng_array((7,), "float32", 2)
+    gx, gy = to_gpu(x, memory), to_gpu(y, memory)
+    out = to_gpu(np.zeros((300, 7), np.float32), memory)
+    assert ops.add(gx, gy, out=out) is out
+    check(out, x + y, "float32")
+    check(ops.where(to_gpu(x > 0, memory), gx, gy), np.where(x > 0, x, y), "float32")
+    check(ops.astype(gx, "float64"), x.astype(np.float64), "float64")
+    check(ops.astype(ops.astype(gx, "bfloat16"), "float32"), to_numpy(ops.astype(ops.astype(x, "bfloat16"), "float32")), "float32")
+    check(ops.axpy(2.0, gx, gy), 2 * x + y, "float32")
+    check(ops.divide(gx, to_gpu(np.zeros((300, 7), np.float32), memory), zero_value=5), np.full((300, 7), 5, np.float32), "float32")
+    v = rng_array((100_001,), "float64", 3)
+    check(ops.dot(to_gpu(v, memory), to_gpu(v, memory)), np.dot(v, v), "float64", RED_RTOL)
+
+
+@needs_gpu
+@pytest.mark.parametrize("memory", GPU_MEMORY)
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "int32", "float16", "float32", "float64", "complex128"])
+@pytest.mark.parametrize("name", ["sum", "mean", "min", "max"])
+def test_gpu_reductions(memory, dtype, name):
+    if dtype.startswith("complex") and name in ("min", "max"):
+        return
+    x = rng_array((6, 50, 40), dtype, 2)
+    gx = to_gpu(x, memory)
+    for axis in [None, 0, 1, -1, (0, 2)]:
+        got = getattr(ops, name)(gx, axis=axis)
+        want = getattr(np, name)(x, axis=axis)
+        assert got.memory == memory
+        check(got, want, dtype if dtype == "float16" else str(np.asarray(want).dtype), RED_RTOL)
+    big = rng_array((3_000_001,), dtype, 3)
+    check(getattr(ops, name)(to_gpu(big, memory)), getattr(np, name)(big), dtype if dtype == "float16" else str(np.asarray(getattr(np, name)(big)).dtype), {**RED_RTOL, "float16": 5e-2})
+
+
+@needs_gpu
+def test_gpu_mixing_device_and_host_memory_is_an_error():
+    dev = to_gpu(np.ones(3, np.float32), "device")
+    with pytest.raises(ValueError, match="add: 'x1' is in device memory, which the CPU cannot read, and 'x2' in pageable host memory"):
+        ops.add(dev, np.ones(3, np.float32))
