@@ -648,17 +648,6 @@ inline float event_elapsed_ms(event_handle start, event_handle end) {
 #endif
 }
 
-/// Throws cuda_error for the last error a kernel launch left (the launch itself returns none).
-/// `what` names the launch in the message.
-inline void check_launch(const char* what) {
-#if ARRAYPORT_HAS_CUDA
-  const cudaError_t status = cudaGetLastError();
-  if (status != cudaSuccess) detail::throw_cuda_error(status, what, __FILE__, __LINE__);
-#else
-  (void)what;
-#endif
-}
-
 /// Makes future work on `s` wait for `e` (no host synchronisation).
 inline void stream_wait_event(stream_handle s, event_handle e) {
 #if ARRAYPORT_HAS_CUDA
