@@ -77,7 +77,7 @@ inline copy_layout make_copy_layout(const copy_operand& dst, const copy_operand&
   struct axis {
     std::int64_t n, d, s;
   };
-  axis ax[copy_layout::max_rank];
+  axis ax[copy_layout::max_rank] = {};  // zeroed: GCC -O3 cannot see that only [0, m) is read
   int m = 0;
   const auto item = static_cast<std::int64_t>(itemsize);
   std::int64_t c_stride_d = item, c_stride_s = item;  // C-order strides, for a nullptr side
@@ -101,7 +101,7 @@ inline copy_layout make_copy_layout(const copy_operand& dst, const copy_operand&
   // ax holds the axes innermost first. Order them by destination stride, innermost smallest
   // (stable: ties keep the view's order), then append the bytes of one element as an axis.
   std::stable_sort(ax, ax + m, [](const axis& a, const axis& b) { return a.d < b.d; });
-  axis merged[copy_layout::max_rank];
+  axis merged[copy_layout::max_rank] = {};
   int k = 0;
   merged[k++] = {item, 1, 1};
   for (int i = 0; i < m; ++i) {
