@@ -4,6 +4,7 @@
 #include "array.hpp"
 
 #include "consume.hpp"
+#include "cuda.hpp"
 #include "array_internal.hpp"
 
 #include "current_stream.hpp"
@@ -59,6 +60,7 @@ void array_dealloc(PyObject* self) {
   array_object* a = as_array(self);
   if (a->weakrefs) PyObject_ClearWeakRefs(self);
   delete a->owned;  // stream-ordered release: queued device work may still finish reading it
+  Py_XDECREF(a->stream_owner);  // only now: the release above was queued on its stream
   Py_XDECREF(a->base);
   if (a->extents != a->inline_extents) delete[] a->extents;
   PyTypeObject* type = Py_TYPE(self);
@@ -754,6 +756,12 @@ stream_handle parse_stream(nb::handle stream) {
                    std::string(Py_TYPE(stream.ptr())->tp_name));
 }
 
+nb::handle stream_owner(nb::handle stream) noexcept {
+  if (stream.is_none()) return current_stream_object();
+  if (PyLong_Check(stream.ptr())) return nb::handle();
+  return stream;
+}
+
 namespace {
 
 nb::object create(nb::handle shape_obj, nb::handle dtype_obj, const std::optional<std::string>& memory,
@@ -771,7 +779,7 @@ nb::object create(nb::handle shape_obj, nb::handle dtype_obj, const std::optiona
     n *= e;
   }
   buffer storage(static_cast<std::size_t>(n) * dt.itemsize(), kind, device.value_or(-1), stream);
-  return make_owned_array(std::move(storage), dt, shape);
+  return make_owned_array(std::move(storage), dt, shape, stream_owner(stream_obj));
 }
 
 nb::object filled(nb::handle shape, nb::handle dt, const std::optional<std::string>& memory,
@@ -790,7 +798,8 @@ array_object* require_array(nb::handle h, const char* what) {
 
 }  // namespace
 
-nb::object make_owned_array(buffer&& storage, dtype dt, const std::vector<std::int64_t>& shape) {
+nb::object make_owned_array(buffer&& storage, dtype dt, const std::vector<std::int64_t>& shape,
+                            nb::handle stream_owner) {
   const int ndim = static_cast<int>(shape.size());
   auto* owned = new buffer(std::move(storage));
   array_object* a = nullptr;
@@ -801,6 +810,7 @@ nb::object make_owned_array(buffer&& storage, dtype dt, const std::vector<std::i
     throw;
   }
   a->owned = owned;
+  a->stream_owner = Py_XNewRef(stream_owner.ptr());
   std::int64_t stride = 1;
   for (int i = ndim - 1; i >= 0; --i) {
     a->extents[i] = shape[static_cast<std::size_t>(i)];

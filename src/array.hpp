@@ -28,6 +28,7 @@ struct array_object {
   std::int64_t inline_extents[2 * inline_rank];
   arrayport::buffer* owned;    // the memory this array owns, or nullptr for a view
   PyObject* base;              // what keeps a view's memory alive (an Array or a foreign owner)
+  PyObject* stream_owner;      // keeps the stream `owned` is released on alive, or nullptr
   PyObject* weakrefs;
 };
 
@@ -35,9 +36,12 @@ extern PyTypeObject* array_type;
 
 inline bool is_array(PyObject* o) noexcept { return Py_TYPE(o) == array_type; }
 
-/// A new C-contiguous Array owning `storage` (the Array takes it over). Returns a new reference.
+/// A new C-contiguous Array owning `storage` (the Array takes it over). `stream_owner` (from
+/// stream_owner() of array_internal.hpp) is kept until the memory is released on its stream.
+/// Returns a new reference.
 nanobind::object make_owned_array(arrayport::buffer&& storage, arrayport::dtype dt,
-                                  const std::vector<std::int64_t>& shape);
+                                  const std::vector<std::int64_t>& shape,
+                                  nanobind::handle stream_owner = nanobind::handle());
 
 /// A new Array viewing `view` (shape/strides copied) that keeps `owner` alive; NULL with a Python
 /// error set on failure. The function behind the C API's array_from_view.

@@ -362,11 +362,13 @@ void assign(const operand& dst, PyObject* value, stream_handle stream, const cha
 
 // ---- new arrays ---------------------------------------------------------------------------------
 
-// A new C-contiguous Array of `kind` on `device` holding `src` (converted to `dt`), on `stream`.
+// A new C-contiguous Array of `kind` on `device` holding `src` (converted to `dt`), on `stream`
+// (what the argument `stream_obj` named).
 nb::object copy_to_new(PyObject* src_obj, const operand& src, dtype dt, memory_kind kind, int device,
-                       stream_handle stream, const char* what) {
+                       stream_handle stream, nb::handle stream_obj, const char* what) {
   const std::size_t bytes = static_cast<std::size_t>(src.size()) * dt.itemsize();
-  nb::object out = make_owned_array(buffer(bytes, kind, device, stream), dt, src.shape);
+  nb::object out = make_owned_array(buffer(bytes, kind, device, stream), dt, src.shape,
+                                    stream_owner(stream_obj));
   operand dst = operand_of(as_array(out.ptr()));
   if (dt == src.dt) {
     copy_ordered(dst, src, stream);
@@ -444,7 +446,7 @@ PyObject* array_copy(PyObject* self, PyObject* args, PyObject* kwargs) {
     const memory_kind kind = mem ? parse_memory(mem) : src.kind;
     const int dev = device_arg(device).value_or(mem && kind != src.kind ? -1 : device_of(src));
     return copy_to_new(self, src, dtype_arg(dtype_obj).value_or(src.dt), kind, dev,
-                       parse_stream(stream), "copy");
+                       parse_stream(stream), stream, "copy");
   });
 }
 
@@ -502,7 +504,7 @@ PyObject* array_to(PyObject* self, PyObject* args, PyObject* kwargs) {
     const bool same_place = resource.kind() == src.kind &&
                             (!::arrayport::detail::is_gpu_memory(src.kind) || resource.device() == src.device);
     if (same_place && dt == src.dt && !force_copy) return nb::borrow(self);
-    return copy_to_new(self, src, dt, asked, dev, s, "to");
+    return copy_to_new(self, src, dt, asked, dev, s, stream, "to");
   });
 }
 
@@ -610,7 +612,7 @@ void register_copy_functions(nb::module_& m) {
           const std::optional<std::string> mem = memory_arg(memory.ptr());
           return copy_to_new(a.ptr(), src, dtype_arg(dtype_obj.ptr()).value_or(src.dt),
                              parse_memory(mem), device_arg(device.ptr()).value_or(-1),
-                             parse_stream(stream), "copy");
+                             parse_stream(stream), stream, "copy");
         }, "a"_a, "dtype"_a = nb::none(), "memory"_a = nb::none(), "device"_a = nb::none(),
         "stream"_a = nb::none(),
         "A C-contiguous copy of an Array (in its memory unless memory= is given) or of a "
@@ -622,7 +624,7 @@ void register_copy_functions(nb::module_& m) {
           if (is_array(a.ptr())) {
             const operand src = operand_of(as_array(a.ptr()));
             return copy_to_new(a.ptr(), src, dtype_arg(dtype_obj.ptr()).value_or(src.dt),
-                               memory_kind::device, dev, s, "to_gpu");
+                               memory_kind::device, dev, s, stream, "to_gpu");
           }
           if (!PyObject_CheckBuffer(a.ptr()))
             throw type_error("to_gpu: a: expected a NumPy array or another object with the buffer "
@@ -630,7 +632,7 @@ void register_copy_functions(nb::module_& m) {
           held_buffer held(a.ptr(), false);
           const operand src = held.to_operand("to_gpu: a");
           return copy_to_new(a.ptr(), src, dtype_arg(dtype_obj.ptr()).value_or(src.dt),
-                             memory_kind::device, dev, s, "to_gpu");
+                             memory_kind::device, dev, s, stream, "to_gpu");
         }, "a"_a, "stream"_a = nb::none(), "device"_a = nb::none(), "dtype"_a = nb::none(),
         "A device-memory Array holding a copy of a host array (PyCUDA's gpuarray.to_gpu): any "
         "object with the buffer protocol, any strides.");

@@ -81,6 +81,10 @@ memory_kind parse_memory(const std::optional<std::string>& memory);
 /// stream=: None (the calling thread's current stream), an int handle, or an object with
 /// __cuda_stream__.
 stream_handle parse_stream(nanobind::handle stream);
+/// What keeps the stream that parse_stream(stream) names alive: the object itself, the innermost
+/// `with` block's stream for None, nothing (a null handle) for an int handle, which its owner keeps.
+/// An Array holds it until its memory has been released on that stream.
+nanobind::handle stream_owner(nanobind::handle stream) noexcept;
 
 // Methods and slots of arrayport.Array implemented in array_copy.cpp.
 PyObject* array_get(PyObject* self, PyObject* args, PyObject* kwargs);

@@ -394,6 +394,16 @@ created, and can only be recorded on that device's streams. Needs a device (NoDe
 
 }  // namespace
 
+nb::handle current_stream_object() noexcept {
+  if (t_stream_stack.empty()) return nb::handle();
+  PyObject* top = t_stream_stack.back().stream;
+  py_stream* s = nullptr;
+  if (!nb::try_cast<py_stream*>(nb::handle(top), s) || s == nullptr) return nb::handle();
+  const current_stream_state cur = current_stream();
+  return s->stream.handle() == cur.handle && s->device() == cur.device ? nb::handle(top)
+                                                                       : nb::handle();
+}
+
 void register_cuda(nb::module_& parent) {
   nb::module_ m = parent.def_submodule("cuda", module_doc);
   nb::module_::import_("atexit").attr("register")(nb::cpp_function(&release_open_stream_blocks));

@@ -9,4 +9,8 @@ namespace arrayport::ext {
 /// Needs register_errors(m) first: its exceptions are the ones these functions raise.
 void register_cuda(nanobind::module_& m);
 
+/// The arrayport.cuda.Stream of the calling thread's innermost `with` block when it is the current
+/// stream (C++ code may have set another since), else a null handle. Borrowed.
+nanobind::handle current_stream_object() noexcept;
+
 }  // namespace arrayport::ext

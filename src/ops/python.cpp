@@ -5,6 +5,7 @@
 #include "python.hpp"
 
 #include "../array.hpp"
+#include "../cuda.hpp"
 #include "../current_stream.hpp"
 #include "../scalars.hpp"
 
@@ -258,7 +259,7 @@ nb::object elementwise(ops::op_id op, const char* op_name, const nb::handle* obj
     ops::launch(call, where);
   }
   if (has_out) return nb::borrow(out_obj);
-  return make_owned_array(std::move(result.storage), out_dt, shape);
+  return make_owned_array(std::move(result.storage), out_dt, shape, current_stream_object());
 }
 
 // axis: None (all), an int, or a tuple of ints; negative counts from the end.
@@ -302,7 +303,7 @@ nb::object finish_reduce(ops::reduce_call& call, const ops::placement& where, dt
   } else {
     ops::launch(call, where);
   }
-  return make_owned_array(std::move(result.storage), out_dt, shape);
+  return make_owned_array(std::move(result.storage), out_dt, shape, current_stream_object());
 }
 
 const char* reduce_name(ops::reduce_op op) {

@@ -333,6 +333,45 @@ def test_consumer_on_another_stream_reads_complete_data_without_device_sync():
 
 
 
+class _StreamOwner:
+    """A stream as cuda.core presents one: __cuda_stream__ gives (version, handle)."""
+
+    def __cuda_stream__(self):
+        return (0, 0)
+
+
+def test_an_array_keeps_the_stream_it_is_released_on_alive():
+    owner = _StreamOwner()
+    before = sys.getrefcount(owner)
+    a = ap.zeros(8, "float32", memory="host", stream=owner)
+    assert sys.getrefcount(owner) == before + 1
+    c = a.copy(stream=owner)
+    v = a[2:]                                  # a view: its memory (and stream) is a's
+    assert sys.getrefcount(owner) == before + 2
+    s = ap.cuda.Stream.adopt(owner)            # holds the owner itself
+    with s:                                    # the current stream: the with block's object
+        during = sys.getrefcount(s)
+        d = ap.ones(4, memory="host")
+        assert sys.getrefcount(s) == during + 1
+    e = ap.zeros(4, memory="host", stream=0)   # an int handle: its owner keeps it
+    del a, c, v, d, e, s
+    gc.collect()
+    assert sys.getrefcount(owner) == before
+
+
+@needs_gpu
+def test_an_array_outlives_the_stream_object_it_was_made_on():
+    s = ap.cuda.Stream()
+    with s:
+        a = ap.full(1 << 20, 3.0, "float32", memory="device")
+    b = a.copy(stream=s)
+    del s
+    gc.collect()
+    assert float(a.get().sum()) == 3.0 * (1 << 20)
+    del a, b                                  # released on the stream, which goes only now
+    gc.collect()
+
+
 @needs_gpu
 def test_arrays_are_ordered_on_the_current_stream_by_default():
     s = ap.cuda.Stream()

@@ -159,6 +159,29 @@ def test_numpy_through_dlpack(wrapper, dtype):
     same_memory(v, x)
 
 
+def test_a_refused_buffer_falls_back_to_dlpack_and_the_type_learns_it():
+    import mmap
+
+    class DeviceOnly(mmap.mmap):  # as CuPy: offers the buffer protocol, refuses it for its memory
+        producer = Producer()
+
+        def __dlpack__(self, **kw):
+            return self.producer.__dlpack__(**kw)
+
+        def __dlpack_device__(self):
+            return self.producer.__dlpack_device__()
+
+    refusing = DeviceOnly(-1, 16)
+    refusing.close()  # a closed mmap raises ValueError from its buffer
+    assert np.asarray(_core.view(refusing)).tolist() == [1.0, 2.0, 3.0, 4.0]
+    assert _core._acquire_protocol(refusing) == "dlpack"
+    assert _core._acquire_protocol(DeviceOnly(-1, 16)) == "dlpack"  # not asked for buffers again
+    closed = mmap.mmap(-1, 16)
+    closed.close()
+    with pytest.raises(ValueError, match="closed"):  # nothing to fall back on: the exporter's error
+        _core.view(closed)
+
+
 def test_dlpack_readonly_flag_is_honoured():
     x = np.arange(4.0)
     x.flags.writeable = False

@@ -80,6 +80,34 @@ def test_cmake_dir_holds_the_package_config():
     assert (cmake_dir / "arrayportConfigVersion.cmake").is_file()
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ELF symbol tables: Linux")
+def test_core_exports_its_init_function_alone():
+    # Exported static-runtime symbols (libstdc++'s STB_GNU_UNIQUE locale ids, the CUDA runtime)
+    # bind process-wide and crash the next library that loads the shared ones (CuPy, PyTorch).
+    import shutil
+
+    nm = shutil.which("nm")
+    if nm is None:
+        pytest.skip("nm (binutils) is not installed")
+    core = arrayport._core.__file__
+    out = subprocess.run([nm, "-D", "--defined-only", core], capture_output=True, text=True,
+                         check=True).stdout
+    exported = sorted(line.split()[-1] for line in out.splitlines() if line.strip())
+    assert exported == ["PyInit__core"]
+
+
+@pytest.mark.skipif(not HAS_GPU, reason="needs a CUDA device")
+def test_arrayport_first_then_cupy_and_torch_import_and_run():
+    code = ("import arrayport as ap; a = ap.ones(3, memory='device');"
+            "import cupy, torch;"
+            "assert int(cupy.asarray(a).sum()) == 3;"
+            "assert int(torch.from_dlpack(a).sum()) == 3; print('ok')")
+    pytest.importorskip("cupy")
+    pytest.importorskip("torch")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
 def test_include_dir_holds_every_public_header():
     include = Path(run_report("--include-dir").strip())
     assert include == Path(arrayport.include_dir())

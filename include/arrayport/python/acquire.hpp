@@ -253,20 +253,37 @@ inline type_entry describe_type(PyTypeObject* type, const arrayport_python_api_t
 
 // A small cache, per extension module, of what each producer type offers. Types are few (one per
 // array library); past the capacity, lookups still work, uncached.
+struct type_cache {
+  static constexpr int capacity = 32;
+  type_entry entries[capacity];
+  int used = 0;
+};
+
+inline type_cache& types() noexcept {
+  static type_cache cache;
+  return cache;
+}
+
 inline type_entry lookup_type(PyTypeObject* type) {
-  constexpr int capacity = 32;
-  static type_entry cache[capacity];
-  static int used = 0;
-  for (int i = 0; i < used; ++i)
-    if (cache[i].type == type) return cache[i];
+  type_cache& c = types();
+  for (int i = 0; i < c.used; ++i)
+    if (c.entries[i].type == type) return c.entries[i];
   const arrayport_python_api_t* api = loaded_api();
   type_entry e = describe_type(type, api);
   // Array is only recognisable once _core is loaded; a type seen before that is never an Array.
-  if (used < capacity) {
+  if (c.used < type_cache::capacity) {
     Py_INCREF(type);
-    cache[used++] = e;
+    c.entries[c.used++] = e;
   }
   return e;
+}
+
+// Stops offering `protocol` for `type`: what a type advertises but refuses (CuPy's buffer protocol
+// for memory the CPU cannot reach) is not tried again.
+inline void forget_protocol(PyTypeObject* type, std::uint32_t protocol) noexcept {
+  type_cache& c = types();
+  for (int i = 0; i < c.used; ++i)
+    if (c.entries[i].type == type) c.entries[i].protocols &= ~protocol;
 }
 
 // ---- messages ------------------------------------------------------------------------------
@@ -796,15 +813,28 @@ inline acquired acquire(PyObject* obj, const constraints& c, const acquire_optio
   } else if (offered & protocol_exchange) {
     detail_access::from_exchange(a, c, obj, *type.exchange, consumer, o.sync, o.call_scoped);
     a.m_protocol = protocol_exchange;
-  } else if (offered & protocol_buffer) {
-    detail_access::from_buffer(a, c, obj);
-    a.m_protocol = protocol_buffer;
-  } else if (offered & protocol_dlpack) {
-    detail_access::from_dlpack(a, c, obj, consumer, o.sync);
-    a.m_protocol = protocol_dlpack;
   } else {
-    detail_access::from_cai(a, c, obj, consumer, o.sync);
-    a.m_protocol = protocol_cai;
+    std::uint32_t rest = offered;
+    if (rest & protocol_buffer) {
+      try {
+        detail_access::from_buffer(a, c, obj);
+        a.m_protocol = protocol_buffer;
+      } catch (const error_already_set&) {
+        // The exporter refused its buffer. CuPy does for memory the CPU cannot reach: take the
+        // device protocols it also offers, and stop asking this type for buffers.
+        if (!(rest & (protocol_dlpack | protocol_cai))) throw;
+        PyErr_Clear();
+        detail::forget_protocol(Py_TYPE(obj), protocol_buffer);
+        rest &= ~protocol_buffer;
+      }
+    }
+    if (a.m_protocol == 0 && (rest & protocol_dlpack)) {
+      detail_access::from_dlpack(a, c, obj, consumer, o.sync);
+      a.m_protocol = protocol_dlpack;
+    } else if (a.m_protocol == 0) {
+      detail_access::from_cai(a, c, obj, consumer, o.sync);
+      a.m_protocol = protocol_cai;
+    }
   }
   if (a.m_protocol != protocol_array) detail::check_geometry(c, obj, a.m_view);
   detail::check_constraints(c, obj, a.m_view);
