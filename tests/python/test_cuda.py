@@ -305,18 +305,20 @@ class CupyLike:
 
 
 @pytest.mark.parametrize(
-    "obj, handle, priority",
+    "make, handle, priority",
     [
-        (CudaCoreLike(0x1100), 0x1100, 0),
-        (CudaCoreOldLike(), 0x4400, 0),
-        (TorchLike(0x2200, priority=-3), 0x2200, -3),
-        (CupyLike(0x3300), 0x3300, 0),
-        (0x5500, 0x5500, 0),
-        (cuda.Stream.per_thread(), 2, 0),
+        (lambda: CudaCoreLike(0x1100), 0x1100, 0),
+        (CudaCoreOldLike, 0x4400, 0),
+        (lambda: TorchLike(0x2200, priority=-3), 0x2200, -3),
+        (lambda: CupyLike(0x3300), 0x3300, 0),
+        (lambda: 0x5500, 0x5500, 0),
+        # Made in the test: a Stream in the parameters would live until pytest exits.
+        (cuda.Stream.per_thread, 2, 0),
     ],
     ids=["cuda.core", "cuda.core-property", "torch", "cupy", "int", "Stream"],
 )
-def test_adopt_borrows_the_handle_of_each_protocol(obj, handle, priority):
+def test_adopt_borrows_the_handle_of_each_protocol(make, handle, priority):
+    obj = make()
     s = cuda.Stream.adopt(obj)
     assert s.handle == handle
     assert s.owned is False
