@@ -217,6 +217,48 @@ def test_dlpack_cpu_producer_gets_stream_none():
     assert p.streams == [None]
 
 
+def test_dlpack_stream_argument_follows_where_the_type_last_exported():
+    class Mixed(Producer):  # a type of its own: a fresh entry in the bridge's type cache
+        pass
+
+    host = Mixed()
+    _core.view(host)  # first sight: __dlpack_device__ says host, so stream=None
+    assert host.streams == [None]
+    cuda = Mixed(device=(2, 0))  # the type's last answer (host) is assumed ...
+    try:
+        _core.view(cuda)
+    except ap.NoDeviceError:
+        pass  # CPU machine: the view itself needs a device; the calls below happened anyway
+    # ... and CUDA data exported without the consumer's stream is given back and asked for again
+    assert cuda.streams == [None, 1]
+    gc.collect()
+    assert (cuda.exported, cuda.deleted) == (2, 2)
+    again = Mixed(device=(2, 0))
+    try:
+        _core.view(again)
+    except ap.NoDeviceError:
+        pass
+    assert again.streams == [1]  # now the type is known to export CUDA data
+    back = Mixed()
+    _core.view(back)  # host data again: a producer that accepts the stream is simply used
+    assert back.streams == [1] and back.exported == 1
+
+
+def test_dlpack_legacy_producer_is_asked_for_max_version_once():
+    class Legacy(Producer):
+        refused = 0
+
+        def __dlpack__(self, stream=None, **kw):
+            if kw:
+                type(self).refused += 1
+                raise TypeError("__dlpack__() got an unexpected keyword argument 'max_version'")
+            return super().__dlpack__(stream=stream)
+
+    for _ in range(3):
+        assert np.asarray(_core.view(Legacy(versioned=False))).tolist() == [1.0, 2.0, 3.0, 4.0]
+    assert Legacy.refused == 1
+
+
 @pytest.mark.parametrize("kw, exc, match", [
     ({"device": (10, 0)}, ValueError, r"unsupported DLPack device type 10"),
     ({"dtype": (2, 80, 1)}, TypeError, r"unsupported DLPack dtype"),

@@ -149,6 +149,19 @@ def test_scales_cupy_and_torch_arrays(scale):
     assert t.cpu().tolist() == [3.0 * i for i in range(16)]
 
 
+@needs_gpu
+def test_bad_gpu_arrays_are_precise_errors(scale):
+    _, f = scale
+    cupy = pytest.importorskip("cupy")
+    with pytest.raises(TypeError, match=r"float32|DLPack type \(2, 32 bits\)"):
+        f(cupy.zeros(3, cupy.float64), 1.0)
+    with pytest.raises((ValueError, TypeError), match="dimension"):
+        f(cupy.zeros((2, 3), cupy.float32), 1.0)
+    torch = pytest.importorskip("torch")
+    with pytest.raises(TypeError, match=r"float32|DLPack type \(2, 32 bits\)"):
+        f(torch.zeros(3, dtype=torch.int32, device="cuda"), 1.0)
+
+
 def test_nanobind_and_pybind11_extras(scale):
     style, _ = scale
     if style not in ("nanobind", "pybind11"):

@@ -1,0 +1,185 @@
+"""arrayport.view() on the GPU machine: the real device libraries (CuPy, PyTorch through the DLPack C
+exchange API and through __dlpack__, JAX, Numba, a CAI-only object), device and managed memory,
+and streams: a producer on stream A, the consumer on stream B, correct data and no device sync."""
+
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+import pytest
+
+import arrayport as ap
+from arrayport import _core
+from conftest import HAS_GPU
+
+pytestmark = pytest.mark.skipif(not HAS_GPU, reason="needs a CUDA device")
+
+SLEEP_CYCLES = 200_000_000  # torch.cuda._sleep: about 100 ms on an H100, long enough to race
+
+
+class CAIOnly:
+    """A PyCUDA-style producer: __cuda_array_interface__ alone, over memory someone else owns."""
+
+    def __init__(self, cai, owner):
+        self.__cuda_array_interface__ = cai
+        self.owner = owner
+
+
+def check_view(v: ap.Array, ptr: int, shape, strides, dtype: str, memory: str = "device"):
+    assert v.ptr == ptr
+    assert v.shape == tuple(shape)
+    assert v.strides == tuple(strides)
+    assert v.dtype == dtype
+    assert v.memory == memory
+    assert v.device == (("cuda_managed" if memory == "managed" else "cuda"), 0)
+
+
+# ---- CuPy -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("protocol", [None, "dlpack", "cai"])
+def test_cupy_arrays_any_layout(protocol):
+    cupy = pytest.importorskip("cupy")
+    c = cupy.arange(60, dtype=cupy.float32).reshape(5, 12)
+    for x in (c, c[::2, 1::3], c.T, c[:, ::-1]):
+        v = ap.view(x, protocol=protocol)
+        check_view(v, x.data.ptr, x.shape, x.strides, "float32")
+        np.testing.assert_array_equal(v.get(), cupy.asnumpy(x))
+    if protocol is None:
+        # CuPy offers the buffer protocol but refuses it for device memory: DLPack is taken.
+        assert _core._acquire_protocol(c) == "dlpack"
+
+
+def test_cupy_writes_through_the_view():
+    cupy = pytest.importorskip("cupy")
+    c = cupy.zeros(1000, dtype=cupy.float64)
+    ap.view(c[::2]).fill(7.0)
+    host = cupy.asnumpy(c)
+    assert host[::2].tolist() == [7.0] * 500 and host[1::2].tolist() == [0.0] * 500
+
+
+def test_cupy_managed_memory_is_seen_as_managed_through_cai():
+    cupy = pytest.importorskip("cupy")
+    mem = cupy.cuda.malloc_managed(4096)
+    c = cupy.ndarray((1024,), cupy.float32, mem)
+    c[...] = 3.0
+    v = ap.view(c, protocol="cai")
+    check_view(v, c.data.ptr, (1024,), (4,), "float32", memory="managed")
+    cupy.cuda.Device().synchronize()
+    assert np.asarray(v).sum() == 3072.0  # managed memory: readable on the host, zero-copy
+
+
+# ---- PyTorch --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("protocol, used", [(None, "exchange"), ("dlpack", "dlpack"),
+                                            ("cai", "cai")])
+def test_torch_tensors_through_exchange_api_dlpack_and_cai(protocol, used):
+    torch = pytest.importorskip("torch")
+    t = torch.arange(24, dtype=torch.int32, device="cuda").reshape(4, 6)
+    for x in (t, t.T, t[1:, ::2]):
+        v = ap.view(x, protocol=protocol)
+        check_view(v, x.data_ptr(), x.shape, tuple(s * 4 for s in x.stride()), "int32")
+        np.testing.assert_array_equal(v.get(), x.cpu().numpy())
+    if protocol is None:
+        assert _core._acquire_protocol(t) == used
+
+
+def test_torch_cpu_tensor_is_host_memory():
+    torch = pytest.importorskip("torch")
+    t = torch.arange(6, dtype=torch.float64)
+    v = ap.view(t)
+    assert v.memory == "host" and v.ptr == t.data_ptr()
+    assert np.asarray(v).tolist() == t.tolist()
+
+
+def test_torch_views_keep_the_tensor_and_show_it_as_base():
+    torch = pytest.importorskip("torch")
+    for protocol in (None, "dlpack"):
+        t = torch.ones(8, device="cuda")
+        v = ap.view(t, protocol=protocol)
+        assert v.base is t
+        del t
+        gc.collect()
+        assert v.get().tolist() == [1.0] * 8  # the view kept the tensor's memory alive
+
+
+# ---- JAX, Numba, CAI-only -------------------------------------------------------------------
+
+
+def test_jax_arrays():
+    jnp = pytest.importorskip("jax.numpy")
+    jax = pytest.importorskip("jax")
+    if jax.default_backend() != "gpu":
+        pytest.skip("JAX has no GPU backend here")
+    x = jnp.arange(12, dtype=jnp.float32).reshape(3, 4)
+    v = ap.view(x)
+    check_view(v, x.unsafe_buffer_pointer(), (3, 4), (16, 4), "float32")
+    np.testing.assert_array_equal(v.get(), np.asarray(x))
+
+
+def test_numba_device_arrays():
+    cuda = pytest.importorskip("numba.cuda")
+    d = cuda.to_device(np.arange(10, dtype=np.int64)[::2])
+    v = ap.view(d)
+    check_view(v, d.__cuda_array_interface__["data"][0], (5,), d.strides, "int64")
+    assert v.get().tolist() == [0, 2, 4, 6, 8]
+
+
+def test_a_cai_only_object_over_arrayport_memory():
+    a = ap.full((4, 4), 2.5, "float32", memory="device")
+    obj = CAIOnly({"shape": (4, 2), "typestr": "<f4", "data": (a.ptr + 8, False),
+                   "strides": (16, 4), "version": 3, "stream": None}, a)
+    v = ap.view(obj)
+    assert _core._acquire_protocol(obj) == "cai"
+    check_view(v, a.ptr + 8, (4, 2), (16, 4), "float32")
+    assert v.get().tolist() == [[2.5, 2.5]] * 4
+    assert v.base is obj
+    read_only = CAIOnly({**obj.__cuda_array_interface__, "data": (a.ptr, True)}, a)
+    assert ap.view(read_only).readonly
+
+
+def test_managed_and_device_arrayport_arrays_view_as_themselves():
+    for memory in ("device", "managed"):
+        a = ap.ones((3, 5), "float32", memory=memory)
+        assert ap.view(a) is a
+        v = ap.view(a[:, 1:])
+        check_view(v, a.ptr + 4, (3, 4), (20, 4), "float32", memory=memory)
+
+
+# ---- streams: producer on A, consumer on B ----------------------------------------------------
+
+
+@pytest.mark.parametrize("protocol", [None, "dlpack", "cai"])
+def test_producer_stream_a_consumer_stream_b_without_device_sync(protocol):
+    torch = pytest.importorskip("torch")
+    n = 1 << 24
+    t = torch.zeros(n, device="cuda")
+    torch.cuda.synchronize()
+    producer = torch.cuda.Stream()
+    consumer = ap.cuda.Stream()
+    with torch.cuda.stream(producer):
+        torch.cuda._sleep(SLEEP_CYCLES)  # the producer is busy ...
+        t.fill_(2.0)                     # ... and only then writes
+        if protocol == "cai":
+            # PyTorch's own interface is v2 (no stream): a CAI v3 producer states its stream.
+            src = CAIOnly({**t.__cuda_array_interface__, "version": 3,
+                           "stream": producer.cuda_stream}, t)
+        else:
+            src = t  # exchange API: PyTorch's current stream; __dlpack__: told the consumer's
+        v = ap.view(src, stream=consumer, protocol=protocol)
+    assert producer.query() is False, "the view must not have waited for the producer"
+    got = v.get(stream=consumer)       # a copy on B, ordered after A's write by an event
+    assert float(got.sum()) == 2.0 * n
+    assert got[0] == 2.0 and got[-1] == 2.0
+
+
+def test_sync_false_takes_the_view_without_ordering():
+    torch = pytest.importorskip("torch")
+    t = torch.ones(16, device="cuda")
+    consumer = ap.cuda.Stream()
+    v = ap.view(t, stream=consumer, sync=False)
+    assert v.ptr == t.data_ptr()
+    torch.cuda.synchronize()
+    assert v.get(stream=consumer).tolist() == [1.0] * 16
