@@ -121,7 +121,7 @@ def test_jax_arrays():
 
 def test_numba_device_arrays():
     cuda = pytest.importorskip("numba.cuda")
-    d = cuda.to_device(np.arange(10, dtype=np.int64)[::2])
+    d = cuda.to_device(np.arange(10, dtype=np.int64))[::2]
     v = ap.view(d)
     check_view(v, d.__cuda_array_interface__["data"][0], (5,), d.strides, "int64")
     assert v.get().tolist() == [0, 2, 4, 6, 8]
