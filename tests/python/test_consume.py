@@ -316,6 +316,31 @@ def test_cai_only_object_is_viewed_with_its_fields():
     assert (v.shape, v.strides, v.ptr, v.readonly, str(v.dtype)) == ((2, 3), (4, 8), 0x20000, True, "float32")
 
 
+def test_dlpack_strides_that_overflow_fall_back_to_the_cuda_array_interface():
+    class Both:  # as CuPy 14 exports x[:, ::-1]: stride -1 divided as unsigned, 2^62 - 1
+        def __init__(self):
+            self.p = Producer(values=(1.0, 2.0, 3.0), shape=(3,), strides=(2**62 - 1,))
+
+        @property
+        def __cuda_array_interface__(self):
+            return cai(shape=(3,), typestr="<f8", strides=(-8,), data=(0x30010, False))
+
+        def __dlpack__(self, **kw):
+            return self.p.__dlpack__(**kw)
+
+        def __dlpack_device__(self):
+            return self.p.__dlpack_device__()
+
+    obj = Both()
+    v = _core.view(obj)
+    assert (v.shape, v.strides, v.ptr) == ((3,), (-8,), 0x30010)
+    del v
+    gc.collect()
+    assert (obj.p.exported, obj.p.deleted) == (1, 1)  # the refused tensor was given back
+    with pytest.raises(ValueError, match=r"more than 2\^63 bytes"):
+        _core.view(obj, protocol="dlpack")  # no other protocol allowed: the error stands
+
+
 def test_cai_pytorch_v2_is_accepted():
     v = _core.view(CAIOnly(cai(version=2, stream=...)))
     assert v.shape == (4,)

@@ -401,6 +401,22 @@ inline std::string shape_string(const std::int64_t* shape, int ndim) {
 
 // Shape and strides a producer handed over: non-negative extents, a rank arrayport supports, data
 // present when there are elements, and every reachable byte offset representable.
+// Whether the farthest elements from `data` on either side, in bytes, fit in int64 (and so in the
+// address space). Extents are non-negative.
+inline bool spans_fit(const arrayport_view_t& v) noexcept {
+  const auto itemsize = static_cast<std::int64_t>(arrayport::dtype::from_c(v.dtype).itemsize());
+  std::int64_t lo = 0, hi = 0;
+  for (int i = 0; i < v.ndim; ++i) {
+    if (v.shape[i] == 0) return true;
+    std::int64_t span = 0;
+    if (__builtin_mul_overflow(v.shape[i] - 1, v.strides[i], &span) ||
+        __builtin_mul_overflow(span, itemsize, &span) ||
+        (span >= 0 ? __builtin_add_overflow(hi, span, &hi) : __builtin_add_overflow(lo, span, &lo)))
+      return false;
+  }
+  return true;
+}
+
 inline void check_geometry(const constraints& c, PyObject* obj, const arrayport_view_t& v) {
   if (v.ndim < 0 || v.ndim > ARRAYPORT_MAX_NDIM)
     fail_value(c, obj, "expected at most " + std::to_string(ARRAYPORT_MAX_NDIM) +
@@ -413,17 +429,9 @@ inline void check_geometry(const constraints& c, PyObject* obj, const arrayport_
     if (v.shape[i] == 0) empty = true;
   }
   if (empty) return;
-  // The farthest element from `data`, in bytes, must fit in int64 (and so in the address space).
-  const auto itemsize = static_cast<std::int64_t>(arrayport::dtype::from_c(v.dtype).itemsize());
-  std::int64_t lo = 0, hi = 0;
-  for (int i = 0; i < v.ndim; ++i) {
-    std::int64_t span = 0;
-    if (__builtin_mul_overflow(v.shape[i] - 1, v.strides[i], &span) ||
-        __builtin_mul_overflow(span, itemsize, &span) ||
-        (span >= 0 ? __builtin_add_overflow(hi, span, &hi) : __builtin_add_overflow(lo, span, &lo)))
-      fail_value(c, obj, "shape " + shape_string(v.shape, v.ndim) +
-                             " and its strides address more than 2^63 bytes");
-  }
+  if (!spans_fit(v))
+    fail_value(c, obj, "shape " + shape_string(v.shape, v.ndim) +
+                           " and its strides address more than 2^63 bytes");
   if (!v.data) fail_value(c, obj, "data pointer is NULL but the array has elements");
 }
 
@@ -991,6 +999,13 @@ inline acquired acquire(PyObject* obj, const constraints& c, const acquire_optio
     if (a.m_protocol == 0 && (rest & protocol_dlpack)) {
       detail_access::from_dlpack(a, c, obj, type, consumer, o.sync);
       a.m_protocol = protocol_dlpack;
+      if ((rest & protocol_cai) && a.m_view.ndim >= 0 && !detail::spans_fit(a.m_view)) {
+        // CuPy (14 and before) exports negative strides through DLPack divided as unsigned
+        // numbers (2^62 - 1 for -1); its CUDA array interface states them right.
+        detail_access::drop_tensor(a);
+        detail_access::from_cai(a, c, obj, consumer, o.sync);
+        a.m_protocol = protocol_cai;
+      }
     } else if (a.m_protocol == 0) {
       detail_access::from_cai(a, c, obj, consumer, o.sync);
       a.m_protocol = protocol_cai;
