@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -796,3 +797,31 @@ def test_100k_stream_and_event_cycles_leak_neither_device_nor_host_memory(device
     mib = 1 << 20
     assert abs(free_after - free_before) <= 4 * mib, (free_before, free_after)
     assert rss_after - rss_before <= 8 * mib, (rss_before, rss_after)
+
+
+@needs_gpu
+def test_more_than_the_card_has_is_out_of_memory_and_the_next_allocation_works(device0):
+    free, total = device0.mem_info()
+    with pytest.raises(arrayport.OutOfMemoryError) as info:
+        arrayport.empty(total // 2, "float32", memory="device")  # twice the card's memory
+    assert isinstance(info.value, MemoryError)
+    assert (info.value.code, info.value.sticky) == (2, False)
+    a = arrayport.ones(1 << 20, "float32", memory="device")
+    assert float(a.get().sum()) == float(1 << 20)
+    assert device0.mem_info()[0] > free // 2  # the failed request left nothing behind
+
+
+@needs_gpu
+def test_an_illegal_address_is_a_sticky_cuda_error_saying_what_it_means():
+    pytest.importorskip("cupy")
+    code = r"""
+import cupy, arrayport as ap
+bad = cupy.RawKernel(r'extern "C" __global__ void bad(float* p) { p[0] = 1.0f; }', 'bad')
+bad((1,), (1,), (cupy.uint64(16),))  # writes to address 16
+try:
+    ap.cuda.synchronize()
+except ap.CudaError as e:
+    print(e.code, e.name, e.sticky, "restart the process" in str(e))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["700", "cudaErrorIllegalAddress", "True", "True"], done.stderr[-2000:]

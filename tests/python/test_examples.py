@@ -150,6 +150,24 @@ def test_scales_cupy_and_torch_arrays(scale):
 
 
 @needs_gpu
+def test_the_kernel_runs_on_the_stream_python_made_current(scale):
+    _, f = scale
+    torch = pytest.importorskip("torch")
+    a = ap.full((1 << 20,), 1.0, "float32", memory="device")
+    ap.cuda.synchronize()
+    s = ap.cuda.Stream()  # non-blocking: the legacy stream does not wait for it
+    with s:
+        with torch.cuda.stream(torch.cuda.ExternalStream(s.handle, device="cuda:0")):
+            torch.cuda._sleep(200_000_000)  # s is busy for ~100 ms ...
+        f(a, 3.0)                           # ... so the kernel, queued behind, has not run
+    early = a.get(stream=ap.cuda.Stream())
+    assert s.query() is False
+    assert early[0] == 1.0 and early[-1] == 1.0
+    s.synchronize()
+    assert a.get()[0] == 3.0 and a.get()[-1] == 3.0
+
+
+@needs_gpu
 def test_bad_gpu_arrays_are_precise_errors(scale):
     _, f = scale
     cupy = pytest.importorskip("cupy")
