@@ -2,7 +2,8 @@
 
 It says what this build is (version, CUDA or CPU-only, architectures), what the machine has
 (CUDA runtime and driver, every device with name, compute capability and memory) or plainly that
-arrayport runs in CPU fallback and why, and which array libraries are installed.
+arrayport runs in CPU fallback and why, which array libraries are installed, and the live interop
+matrix: each hand-off between arrayport and each library, tried here (see _interop.py).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import sys
 from typing import Any
 
 import arrayport
+from arrayport import _interop
 
 # Array libraries arrayport interoperates with: (import name, display name).
 ARRAY_LIBRARIES = [
@@ -55,6 +57,7 @@ def collect() -> dict[str, Any]:
         "devices": arrayport.devices() if runtime["cuda_available"] else [],
         "mode": "cuda" if runtime["cuda_available"] else "cpu-fallback",
         "libraries": _library_versions(),
+        "interop": _interop.matrix(),
         "include_dir": arrayport.include_dir(),
         "cmake_dir": arrayport.cmake_dir(),
     }
@@ -104,6 +107,9 @@ def render(info: dict[str, Any]) -> str:
     lines += ["", "array libraries"]
     for name, version in info["libraries"].items():
         lines.append(f"  {name:<18} {version if version else 'not installed'}")
+    lines += ["", "interop (zero-copy: the same pointer on both sides; write seen: a write on one side "
+              "read on the other)"]
+    lines += _interop.render(info["interop"])
     lines += ["", f"CMake package      {info['cmake_dir']}"]
     return "\n".join(lines)
 

@@ -73,6 +73,36 @@ def test_report_json_is_machine_readable_and_matches_the_api():
     assert "NumPy" in data["libraries"]
 
 
+def _interop_rows(library, memory):
+    from arrayport import _interop
+
+    return {r["direction"]: r for r in _interop.matrix()
+            if r["library"] == library and r["memory"] == memory}
+
+
+def test_interop_matrix_checks_numpy_both_ways_zero_copy():
+    rows = _interop_rows("NumPy", "host")
+    assert set(rows) == {"export", "import"}
+    for r in rows.values():
+        assert (r["zero_copy"], r["write_seen"], r["protocol"]) == (True, True, "buffer protocol")
+        assert 0 < r["us"] < 1000 and not r["error"]
+    info = json.loads(run_report("--json"))
+    assert any(r["library"] == "NumPy" and r["zero_copy"] for r in info["interop"])
+    assert "arrayport -> NumPy" in run_report() and "NumPy -> arrayport" in run_report()
+
+
+@pytest.mark.skipif(not HAS_GPU, reason="needs a CUDA device")
+@pytest.mark.parametrize("library", ["CuPy", "PyTorch", "Numba"])
+def test_interop_matrix_on_the_gpu_is_zero_copy_both_ways(library):
+    rows = _interop_rows(library, "device")
+    if not rows or all(r["skipped"] for r in rows.values()):
+        pytest.skip(f"{library} is not installed")
+    assert set(rows) == {"export", "import"}
+    for r in rows.values():
+        assert not r["error"], r
+        assert (r["zero_copy"], r["write_seen"]) == (True, True), r
+
+
 def test_cmake_dir_holds_the_package_config():
     cmake_dir = Path(run_report("--cmake-dir").strip())
     assert cmake_dir == Path(arrayport.cmake_dir())
