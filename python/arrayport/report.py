@@ -16,7 +16,7 @@ import sys
 from typing import Any
 
 import arrayport
-from arrayport import _interop
+from arrayport import _demo, _interop
 
 # Array libraries arrayport interoperates with: (import name, display name).
 ARRAY_LIBRARIES = [
@@ -45,8 +45,9 @@ def _library_versions() -> dict[str, str | None]:
     return found
 
 
-def collect() -> dict[str, Any]:
-    """Everything the report shows, as plain data (what ``--json`` prints)."""
+def collect(progress=None) -> dict[str, Any]:
+    """Everything the report shows, as plain data (what ``--json`` prints). `progress` gets a
+    line as each step of the demo completes."""
     runtime = arrayport.runtime_info()
     return {
         "arrayport": arrayport.__version__,
@@ -58,6 +59,7 @@ def collect() -> dict[str, Any]:
         "mode": "cuda" if runtime["cuda_available"] else "cpu-fallback",
         "libraries": _library_versions(),
         "interop": _interop.matrix(),
+        "demo": _demo.run(progress),
         "include_dir": arrayport.include_dir(),
         "cmake_dir": arrayport.cmake_dir(),
     }
@@ -110,6 +112,10 @@ def render(info: dict[str, Any]) -> str:
     lines += ["", "interop (zero-copy: the same pointer on both sides; write seen: a write on one side "
               "read on the other)"]
     lines += _interop.render(info["interop"])
+    demo = info["demo"]
+    where = f"{demo.get('elements', 0):,} float32, {demo.get('memory', '')} memory"
+    lines += ["", f"demo: NumPy -> arrayport.ops -> NumPy ({where})"]
+    lines += _demo.render(demo)
     lines += ["", f"CMake package      {info['cmake_dir']}"]
     return "\n".join(lines)
 
@@ -130,5 +136,6 @@ def main(argv: list[str] | None = None) -> int:
     elif args.json:
         print(json.dumps(collect(), indent=2))
     else:
-        print(render(collect()))
+        # The demo's steps show on stderr as they complete; the whole report follows on stdout.
+        print(render(collect(lambda line: print(line, file=sys.stderr, flush=True))))
     return 0

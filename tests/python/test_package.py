@@ -103,6 +103,16 @@ def test_interop_matrix_on_the_gpu_is_zero_copy_both_ways(library):
         assert (r["zero_copy"], r["write_seen"]) == (True, True), r
 
 
+def test_the_report_demo_runs_the_pipeline_and_checks_it_against_numpy():
+    info = json.loads(run_report("--json"))
+    demo = info["demo"]
+    assert demo["ok"] is True
+    assert [s["step"] for s in demo["steps"]] == ["upload", "axpy", "sqrt|abs", "sum", "download"]
+    assert all(s["ms"] > 0 for s in demo["steps"])
+    assert demo["memory"] == ("device" if HAS_GPU else "host")
+    assert "results match NumPy: yes" in run_report()
+
+
 def test_cmake_dir_holds_the_package_config():
     cmake_dir = Path(run_report("--cmake-dir").strip())
     assert cmake_dir == Path(arrayport.cmake_dir())
