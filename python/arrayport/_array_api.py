@@ -1,4 +1,4 @@
-"""asarray and from_dlpack as the Python array API standard defines them, over view(), copy() and Array.to().
+"""asarray and from_dlpack as the Python array API defines them, over view(), copy() and to().
 
 Both return an input that needs no change without a copy: an arrayport.Array as it is, any other
 array (NumPy, CuPy, PyTorch, JAX, Numba, memoryview, ...) as a view of its memory. They copy when
