@@ -3,6 +3,7 @@
 // the calling thread's current stream), ordered against the arrays' own streams with events.
 #include "array_internal.hpp"
 
+#include "consume.hpp"
 #include "current_stream.hpp"
 #include "errors.hpp"
 #include "scalars.hpp"
@@ -320,8 +321,9 @@ bool is_c_contiguous(const operand& op) {
   return true;
 }
 
-// dst[...] = value: a Python number, an arrayport Array, or a buffer exporter (NumPy), broadcast
-// to dst's shape and converted to its dtype as NumPy would.
+// dst[...] = value: a Python number, an arrayport Array, a buffer exporter (NumPy), an array that
+// speaks DLPack or the CUDA array interface (CuPy, PyTorch, JAX, Numba; viewed, not copied), or a
+// sequence, broadcast to dst's shape and converted to its dtype as NumPy would.
 void assign(const operand& dst, PyObject* value, stream_handle stream, const char* what) {
   if (dst.readonly) throw value_error(std::string(what) + ": assignment destination is read-only");
   if (!is_array(value) && (is_python_scalar(value) ||
@@ -332,24 +334,44 @@ void assign(const operand& dst, PyObject* value, stream_handle stream, const cha
     fill_operand(dst, element, stream, is_c_contiguous(dst));
     return;
   }
-  if (PyUnicode_Check(value))
-    throw type_error(std::string(what) + ": expected a number, an arrayport.Array, an object with "
-                     "the buffer protocol or a sequence, got str");
+  const auto unexpected = [&](PyObject* v) {
+    return type_error(std::string(what) + ": expected a number, an arrayport.Array, an object with "
+                      "the buffer protocol, __dlpack__ or __cuda_array_interface__, or a sequence, "
+                      "got " + type_name(v));
+  };
+  if (PyUnicode_Check(value)) throw unexpected(value);
   nb::object converted_value;  // alive until the copy is done
   std::optional<held_buffer> held;
+  // A foreign array without a usable buffer (CuPy refuses it for device memory; PyTorch, JAX and
+  // Numba have none) is viewed through the consume bridge, its pending work ordered before
+  // `stream`, and then copied from like an Array. Lists and tuples go to NumPy below.
+  nb::object viewed;
+  if (!is_array(value) && PyObject_CheckBuffer(value)) {
+    try {
+      held.emplace(value, false);
+    } catch (nb::python_error&) {
+      viewed = view_foreign(value, stream);
+      if (!viewed.is_valid()) throw;  // nothing to fall back on: the exporter's own error
+    }
+  } else if (!is_array(value) && !PyList_Check(value) && !PyTuple_Check(value)) {
+    viewed = view_foreign(value, stream);
+  }
+  if (viewed.is_valid()) value = viewed.ptr();
   operand src;
   if (is_array(value) && dtype::from_c(as_array(value)->view.dtype) == dst.dt) {
     src = operand_of(as_array(value));
-  } else {
-    if (!is_array(value) && PyObject_CheckBuffer(value)) {
-      held.emplace(value, false);
-      src = held->to_operand(what);
+    if (viewed.is_valid()) {
+      // The bridge has ordered the producer's work before `stream`; the view is released when
+      // this call returns, so copy_ordered waits for `stream` before that (device memory).
+      src.ordered = false;
+      src.foreign = true;
     }
+  } else {
+    if (held) src = held->to_operand(what);
     if (is_array(value) || !held || src.dt != dst.dt) {
       held.reset();
       if (!is_array(value) && !PyObject_CheckBuffer(value) && !PySequence_Check(value))
-        throw type_error(std::string(what) + ": expected a number, an arrayport.Array, an object with "
-                         "the buffer protocol or a sequence, got " + type_name(value));
+        throw unexpected(value);
       converted_value = converted(value, dst.dt, stream, what);
       held.emplace(converted_value.ptr(), false);
       src = held->to_operand(what);

@@ -48,14 +48,14 @@ const char* protocol_name(std::uint32_t p) {
   return "none";
 }
 
-python::acquired acquire_for_python(nb::handle obj, nb::handle stream, bool sync,
-                                    nb::handle protocol, bool call_scoped) {
+python::acquired acquire_for_python(nb::handle obj, stream_handle stream, bool sync,
+                                    std::uint32_t protocols, bool call_scoped) {
   python::acquire_options o;
-  o.stream = parse_stream(stream);
+  o.stream = stream;
   o.stream_given = true;
   o.sync = sync;
   o.call_scoped = call_scoped;
-  o.protocols = parse_protocol(protocol);
+  o.protocols = protocols;
   python::constraints c;
   c.name = "obj";
   try {
@@ -65,10 +65,8 @@ python::acquired acquire_for_python(nb::handle obj, nb::handle stream, bool sync
   }
 }
 
-// The view as an Array owning the holder; an Array is returned as it is.
-nb::object view(nb::handle obj, nb::handle stream, bool sync, nb::handle protocol) {
-  if (is_array(obj.ptr()) && protocol.is_none()) return nb::borrow(obj);
-  python::acquired a = acquire_for_python(obj, stream, sync, protocol, false);
+// An Array over an acquired view, owning it through a capsule (Array.base shows the producer).
+nb::object array_holding(python::acquired&& a) {
   auto* held = new python::acquired(std::move(a));
   PyObject* capsule = PyCapsule_New(held, holder_name, holder_destructor);
   if (!capsule) {
@@ -79,6 +77,13 @@ nb::object view(nb::handle obj, nb::handle stream, bool sync, nb::handle protoco
   Py_DECREF(capsule);  // the Array holds it now (or, on failure, nobody does and it is freed)
   if (!array) throw nb::python_error();
   return nb::steal(array);
+}
+
+// The view as an Array owning the holder; an Array is returned as it is.
+nb::object view(nb::handle obj, nb::handle stream, bool sync, nb::handle protocol) {
+  if (is_array(obj.ptr()) && protocol.is_none()) return nb::borrow(obj);
+  return array_holding(
+      acquire_for_python(obj, parse_stream(stream), sync, parse_protocol(protocol), false));
 }
 
 void current_stream_for_c(void** stream, int* device) {
@@ -113,6 +118,17 @@ arrayport_python_api_t g_api{};
 
 }  // namespace
 
+nb::object view_foreign(PyObject* obj, stream_handle stream) {
+  // Every protocol but the buffer protocol, which the caller has tried (CuPy refuses it for
+  // device memory); the view lives only for the caller's call.
+  constexpr std::uint32_t protocols = python::protocol_all & ~python::protocol_buffer;
+  try {
+    return array_holding(acquire_for_python(obj, stream, true, protocols, true));
+  } catch (const python::not_an_array&) {
+    return nb::object();
+  }
+}
+
 PyObject* acquired_producer(PyObject* base) noexcept {
   if (!base || !PyCapsule_CheckExact(base)) return nullptr;
   auto* held = static_cast<python::acquired*>(PyCapsule_GetPointer(base, holder_name));
@@ -145,7 +161,8 @@ void register_consume(nb::module_& m) {
         "ordered before `stream` (default: the current stream) unless sync=False. protocol= "
         "forces one exchange protocol: 'array', 'exchange', 'buffer', 'dlpack' or 'cai'.");
   m.def("_acquire_protocol", [](nb::handle obj, nb::handle protocol) {
-          python::acquired a = acquire_for_python(obj, nb::none(), true, protocol, true);
+          python::acquired a =
+              acquire_for_python(obj, parse_stream(nb::none()), true, parse_protocol(protocol), true);
           return std::string(protocol_name(a.protocol_used()));
         }, "obj"_a, "protocol"_a = nb::none(),
         "The protocol the bridge picks for obj, acquiring and releasing it once (for tests).");

@@ -30,6 +30,7 @@ from ._core import (
     zeros_like,
 )
 from . import cuda, ops
+from ._array_api import asarray, from_dlpack
 
 __all__ = [
     "Array",
@@ -37,6 +38,7 @@ __all__ = [
     "NoDeviceError",
     "OutOfMemoryError",
     "__version__",
+    "asarray",
     "build_info",
     "cmake_dir",
     "copy",
@@ -44,6 +46,7 @@ __all__ = [
     "devices",
     "empty",
     "empty_like",
+    "from_dlpack",
     "full",
     "full_like",
     "include_dir",

@@ -1,0 +1,190 @@
+"""asarray and from_dlpack as the Python array API defines them, over view(), copy() and to().
+
+Both return an input that needs no change without a copy: an arrayport.Array as it is, any other
+array (NumPy, CuPy, PyTorch, JAX, Numba, memoryview, ...) as a view of its memory. They copy when
+the dtype, memory kind or device asked for differs from the input's, or when ``copy=True``.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any, Optional, Tuple, Union
+
+from ._core import Array, copy as _copy, empty as _empty, view as _view
+
+# DLPack device types (as __dlpack_device__ and Array.device spell them) -> memory kinds.
+_KIND_OF_DEVICE = {"cpu": "host", "cuda": "device", "cuda_managed": "managed", "cuda_host": "pinned",
+                   1: "host", 2: "device", 13: "managed", 3: "pinned"}
+_GPU_KINDS = ("device", "managed")
+_PYTHON_DATA = (bool, int, float, complex, list, tuple)
+
+Device = Union[int, str, Tuple[Union[str, int], int]]
+"""An int (a CUDA device index, as in copy() and to()), "cpu", or a device as Array.device
+(("cuda", 0), ("cpu", 0), ...) or __dlpack_device__ ((2, 0), (1, 0), ...) spells it."""
+
+
+def asarray(obj: Any, dtype: Any = None, *, memory: Optional[str] = None,
+            device: Optional[Device] = None, copy: Optional[bool] = None,
+            stream: Any = None) -> Array:
+    """`obj` as an arrayport.Array, without a copy where possible (the array API's asarray).
+
+    obj: an arrayport.Array (returned as it is), any array that speaks the buffer protocol,
+    DLPack or the CUDA array interface (viewed in place, its pending work ordered before
+    `stream`), or Python data: a scalar or nested sequences, built by NumPy and copied into
+    `memory` (the default memory kind when None).
+    dtype, memory, device: what the result must have; None keeps the input's. device is an int (a
+    CUDA device index: memory= names the kind, or else the input's device or managed kind is
+    kept, or else device memory), "cpu", or a device tuple as Array.device or __dlpack_device__
+    gives it (("cuda", 1), (2, 1), ...), which names the memory kind too.
+    copy: True always copies; False never does and raises ValueError when a copy would be
+    needed; None copies only when needed.
+    stream: where the copy runs and what a viewed producer's work is ordered before (None: the
+    current stream).
+    """
+    if copy is not None and not isinstance(copy, bool):
+        raise TypeError(f"asarray: copy: expected True, False or None, got {copy!r}")
+    kind, index = _placement(memory, device, "asarray")
+    if isinstance(obj, Array):
+        a = obj
+    elif isinstance(obj, _PYTHON_DATA) or not _offers_array_protocol(obj):
+        return _from_python_data(obj, dtype, kind, index, copy, stream)
+    else:
+        a = _view(obj, stream)
+    return _place(a, dtype, kind, index, copy, stream, "asarray", ValueError)
+
+
+def from_dlpack(x: Any, /, *, device: Optional[Device] = None, copy: Optional[bool] = None) -> Array:
+    """An arrayport.Array of `x`'s memory through x.__dlpack__ (the array API's from_dlpack).
+
+    Zero-copy unless `device` differs from x's or copy=True. device: as in asarray (None: x's
+    device). copy: True always copies; False never does and raises BufferError when a copy
+    would be needed (the standard's choice); None copies only when needed. Copies run on the
+    current stream, which x's pending work is ordered before.
+    """
+    if copy is not None and not isinstance(copy, bool):
+        raise TypeError(f"from_dlpack: copy: expected True, False or None, got {copy!r}")
+    kind, index = _placement(None, device, "from_dlpack")
+    if isinstance(x, Array):
+        a = x
+    elif hasattr(x, "__dlpack__"):
+        a = _view(x, protocol="dlpack")
+    else:
+        raise TypeError("from_dlpack: x: expected an object with __dlpack__ and __dlpack_device__, "
+                        f"got {type(x).__name__}")
+    return _place(a, None, kind, index, copy, None, "from_dlpack", BufferError)
+
+
+# ---- helpers -------------------------------------------------------------------------------------
+
+def _placement(memory: Optional[str], device: Any, what: str) -> Tuple[Optional[str], Optional[int]]:
+    """(memory kind or None, CUDA device index or None) from memory= and device=."""
+    if device is None or (isinstance(device, int) and not isinstance(device, bool)):
+        if device is not None and device < 0:
+            raise ValueError(f"{what}: device: expected a device index >= 0, got {device}")
+        return memory, device
+    if isinstance(device, str):
+        spelled = (device, 0)
+    elif isinstance(device, tuple) and len(device) == 2 and isinstance(device[1], int):
+        spelled = device
+    else:
+        raise TypeError(f"{what}: device: expected None, a device index (int), 'cpu' or a "
+                        f"(type, index) tuple such as ('cuda', 0), got {device!r}")
+    try:
+        kind = _KIND_OF_DEVICE[spelled[0]]
+    except (KeyError, TypeError):
+        raise ValueError(f"{what}: device: expected a device type 'cpu', 'cuda', 'cuda_managed', "
+                         f"'cuda_host' (or DLPack's 1, 2, 13, 3), got {spelled[0]!r}") from None
+    if memory is not None and memory != kind:
+        raise ValueError(f"{what}: device {device!r} is {kind} memory, but memory={memory!r} was given")
+    return kind, (spelled[1] if kind in _GPU_KINDS else None)
+
+
+def _offers_array_protocol(obj: Any) -> bool:
+    """Whether view() can take obj (otherwise NumPy builds it: objects with only __array__)."""
+    if hasattr(obj, "__dlpack__") or hasattr(obj, "__cuda_array_interface__"):
+        return True
+    try:
+        memoryview(obj).release()
+    except TypeError:
+        return False
+    except Exception:  # it has a buffer, which it refuses: view() says why
+        return True
+    return True
+
+
+@lru_cache(maxsize=64)
+def _cached_dtype(dtype: Any) -> Any:
+    return _empty(0, dtype, memory="host").dtype
+
+
+def _resolved_dtype(dtype: Any, what: str) -> Any:
+    """dtype= as arrayport reads it (a NumPy dtype, or 'bfloat16')."""
+    try:
+        try:
+            return _cached_dtype(dtype)
+        except TypeError:
+            if getattr(type(dtype), "__hash__", None) is not None:
+                raise
+            return _empty(0, dtype, memory="host").dtype  # unhashable: not cached, same rules
+    except TypeError as e:
+        message = str(e)
+        raise TypeError(f"{what}: {message}" if message.startswith("dtype:")
+                        else f"{what}: dtype: {message}") from None
+
+
+def _from_python_data(obj: Any, dtype: Any, kind: Optional[str], index: Optional[int],
+                      copy: Optional[bool], stream: Any) -> Array:
+    if copy is False:
+        raise ValueError(f"asarray: copy=False, but obj is a {type(obj).__name__}, which "
+                         "needs a copy to become an array")
+    import numpy as np
+
+    dt = None if dtype is None else _resolved_dtype(dtype, "asarray")
+    # NumPy converts Python data itself where it knows the dtype (ranges checked as its own asarray);
+    # bfloat16 is converted by copy() from NumPy's choice.
+    n = np.asarray(obj, dtype=dt if isinstance(dt, np.dtype) else None)
+    if n.dtype.kind not in "biufc":  # objects, strings, ...: no arrayport dtype
+        raise TypeError("asarray: obj: expected an array, a Python scalar or a nested sequence of "
+                        f"numbers, got {type(obj).__name__}, which NumPy converts to dtype {n.dtype}")
+    if kind is None and index is not None:  # a device index alone: the default kind on it
+        return _copy(n, dtype=dt, device=index, stream=stream)
+    return _copy(n, dtype=dt, memory=kind, device=index, stream=stream)
+
+
+def _place(a: Array, dtype: Any, kind: Optional[str], index: Optional[int], copy: Optional[bool],
+           stream: Any, what: str, no_copy_error: type) -> Array:
+    """`a` with dtype, memory kind and device as asked: itself, or a copy (always when copy=True)."""
+    dt = None if dtype is None else _resolved_dtype(dtype, what)
+    if index is not None and kind is None:
+        kind = a.memory if a.memory in _GPU_KINDS else "device"
+    if copy is False:
+        reason = _copy_reason(a, dt, kind, index)
+        if reason:
+            raise no_copy_error(f"{what}: copy=False, but {reason}, which needs a copy")
+        return a
+    return a.to(memory=kind, device=index, stream=stream, dtype=dt, copy=bool(copy))
+
+
+def _copy_reason(a: Array, dt: Any, kind: Optional[str], index: Optional[int]) -> Optional[str]:
+    """What would make Array.to() copy `a` (None: nothing), for copy=False's error."""
+    if dt is not None and str(dt) != str(a.dtype):
+        return f"dtype {dt} was asked for and the input is {a.dtype}"
+    if kind is None and index is None:
+        return None
+    kind = kind or a.memory
+    if kind == a.memory and (kind not in _GPU_KINDS or index in (None, a.device[1])):
+        return None
+    # Where the memory would come from (without a GPU, pinned and managed requests are host
+    # memory): a zero-byte array allocates nothing.
+    probe = _empty(0, "uint8", memory=kind, device=index)
+    if probe.memory == a.memory and (probe.memory not in _GPU_KINDS or probe.device == a.device):
+        return None
+    asked = f"{kind} memory" + (f" on device {index}" if index is not None else "")
+    return f"{asked} was asked for and the input is in {_where(a)}"
+
+
+def _where(a: Array) -> str:
+    return f"{a.memory} memory" + (f" on device {a.device[1]}" if a.memory in _GPU_KINDS else "")
+
+
+__all__ = ["asarray", "from_dlpack"]
