@@ -1,6 +1,6 @@
 """arrayport.ops: element-wise operations and reductions on arrayport Arrays (CPU and CUDA).
 
-Inputs are arrayport Arrays, Python scalars and (until the consume bridge lands) objects with the
+Inputs are arrayport Arrays, Python scalars and (through the consume bridge) objects with the
 buffer protocol, such as NumPy arrays. Results are Arrays in the inputs' memory kind and device;
 GPU work is enqueued on the calling thread's current stream (``with arrayport.cuda.Stream():``).
 
