@@ -15,6 +15,7 @@ import pytest
 
 import arrayport as ap
 from conftest import HAS_GPU, REPO, cmake_build, needs_gpu
+from dlpack_ctypes import Producer
 
 STYLES = ["nanobind", "pybind11", "capi", "ctypes", "cython", "swig"]
 
@@ -169,6 +170,12 @@ def test_nanobind_and_pybind11_extras(scale):
     module = sys.modules[f"scale_{style}"]
     assert module.kind(np.zeros(2, np.float32)) == "float32"
     assert module.kind(np.zeros(2, np.float64)) == "float64"
+    assert module.ndim(np.zeros((2, 3), np.int8)) == 2
+    assert module.ndim(ap.zeros((4, 1, 2), "bfloat16", memory="host")) == 3
+    with pytest.raises(TypeError):
+        module.ndim([1, 2])  # not an array: no overload takes it
+    with pytest.raises(TypeError, match=r"array: unsupported DLPack dtype .*\(from dlpack_ctypes.Producer\)"):
+        module.ndim(Producer(dtype=(2, 8, 1)))  # an array that breaks a rule: its precise error
     r = module.arange(5)
     assert isinstance(r, ap.Array) and r.memory == "host"
     assert np.asarray(r).tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
