@@ -151,6 +151,7 @@ void register_consume(nb::module_& m) {
   g_api.no_device_error = m.attr("NoDeviceError").ptr();
   g_api.acquire = acquire_for_c;
   g_api.release = release_for_c;
+  g_api.set_cuda_error = set_cuda_error_for_c;
   m.attr("_C_API") = nb::steal(PyCapsule_New(&g_api, ARRAYPORT_PYTHON_API_CAPSULE, nullptr));
 
   using namespace nb::literals;

@@ -15,23 +15,29 @@ PyObject* g_cuda_error = nullptr;
 PyObject* g_out_of_memory = nullptr;
 PyObject* g_no_device = nullptr;
 
-// Raises `type(message)` with .code, .name, .api, .sticky set from the C++ exception.
-void raise_cuda(PyObject* type, const cuda_error& e) {
-  PyObject* exc = PyObject_CallFunction(type, "s", e.what());
+// Raises `type(message)` with .code, .name, .api and .sticky set.
+void raise_cuda(PyObject* type, const char* message, int status, const char* status_name,
+                const char* api_name) noexcept {
+  PyObject* exc = PyObject_CallFunction(type, "s", message);
   if (!exc) return;  // the call already set an exception
-  PyObject* code = PyLong_FromLong(e.status());
-  PyObject* name = PyUnicode_FromString(e.status_name().c_str());
-  PyObject* api = PyUnicode_FromString(e.api().c_str());
+  PyObject* code = PyLong_FromLong(status);
+  PyObject* name = PyUnicode_FromString(status_name);
+  PyObject* api = PyUnicode_FromString(api_name);
+  const bool sticky = cuda_error::is_sticky_status(status);
   if (code && name && api && PyObject_SetAttrString(exc, "code", code) == 0 &&
       PyObject_SetAttrString(exc, "name", name) == 0 &&
       PyObject_SetAttrString(exc, "api", api) == 0 &&
-      PyObject_SetAttrString(exc, "sticky", e.is_sticky() ? Py_True : Py_False) == 0) {
+      PyObject_SetAttrString(exc, "sticky", sticky ? Py_True : Py_False) == 0) {
     PyErr_SetObject(type, exc);
   }
   Py_XDECREF(code);
   Py_XDECREF(name);
   Py_XDECREF(api);
   Py_DECREF(exc);
+}
+
+void raise_cuda(PyObject* type, const cuda_error& e) noexcept {
+  raise_cuda(type, e.what(), e.status(), e.status_name().c_str(), e.api().c_str());
 }
 
 void translate(const std::exception_ptr& p, void*) {
@@ -64,6 +70,12 @@ PyObject* new_exception(nb::module_& m, const char* name, PyObject* bases, const
 }
 
 }  // namespace
+
+void set_cuda_error_for_c(const char* message, int status, const char* status_name,
+                          const char* api, int out_of_memory) noexcept {
+  raise_cuda(out_of_memory ? g_out_of_memory : g_cuda_error, message ? message : "", status,
+             status_name ? status_name : "", api ? api : "");
+}
 
 void raise_current_exception() noexcept {
   try {

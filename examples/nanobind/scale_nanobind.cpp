@@ -12,6 +12,8 @@ NB_MODULE(scale_nanobind, m) {
   // Overloads on dtype resolve in the strict pass.
   m.def("kind", [](arrayport::view<const float, 1>) { return "float32"; });
   m.def("kind", [](arrayport::view<const double, 1>) { return "float64"; });
+  // An untyped strided view takes any array: any dtype, rank and memory.
+  m.def("ndim", [](arrayport::strided_view x) { return x.ndim(); });
   // A C++ vector returned as an arrayport.Array without a copy.
   m.def("arange", [](std::int64_t n) {
     arrayport::vector<float> v(static_cast<std::size_t>(n), 0.0f, arrayport::memory_kind::host);

@@ -11,8 +11,8 @@
 // BufferError when the call starts. Objects that are not arrays are left to other overloads.
 #pragma once
 
-#include <arrayport/python/acquire.hpp>
 #include <arrayport/python/export.hpp>
+#include <arrayport/python/parameter.hpp>
 
 #include <nanobind/nanobind.h>
 
@@ -22,19 +22,16 @@
 NAMESPACE_BEGIN(NB_NAMESPACE)
 NAMESPACE_BEGIN(detail)
 
-template <class T, std::size_t Rank, class Space>
-struct type_caster<arrayport::view<T, Rank, Space>> {
-  using Value = arrayport::view<T, Rank, Space>;
+// One caster body for every view type; python::parameter holds what is binder-neutral.
+template <class View>
+struct arrayport_view_caster {
+  using Value = View;
   static constexpr auto Name = const_name("arrayport.ArrayLike");
   template <typename T_> using Cast = movable_cast_t<T_>;
   template <typename T_> static constexpr bool can_cast() { return true; }
 
   bool from_python(handle src, uint8_t flags, cleanup_list*) noexcept {
-    const arrayport::python::constraints c =
-        arrayport::python::typed_constraints<T, Rank, Space>::make("array");
-    if (!holder.load(src.ptr(), (flags & static_cast<uint8_t>(cast_flags::convert)) != 0, c)) return false;
-    if (!holder.failed()) value = holder.held().template as<T, Rank, Space>();
-    return true;
+    return param.load(src.ptr(), (flags & static_cast<uint8_t>(cast_flags::convert)) != 0);
   }
 
   explicit operator Value*() { return &checked(); }
@@ -42,40 +39,19 @@ struct type_caster<arrayport::view<T, Rank, Space>> {
   explicit operator Value&&() { return std::move(checked()); }
   // A violation found in the convert pass is raised here, when the call starts.
   Value& checked() {
-    if (holder.set_error_if_failed()) throw ::nanobind::python_error();
-    return value;
+    if (Value* v = param.value()) return *v;
+    throw ::nanobind::python_error();
   }
 
-  arrayport::python::argument holder;
-  Value value;
+  arrayport::python::parameter<View> param;
 };
+
+template <class T, std::size_t Rank, class Space>
+struct type_caster<arrayport::view<T, Rank, Space>>
+    : arrayport_view_caster<arrayport::view<T, Rank, Space>> {};
 
 template <>
-struct type_caster<arrayport::strided_view> {
-  using Value = arrayport::strided_view;
-  static constexpr auto Name = const_name("arrayport.ArrayLike");
-  template <typename T_> using Cast = movable_cast_t<T_>;
-  template <typename T_> static constexpr bool can_cast() { return true; }
-
-  bool from_python(handle src, uint8_t flags, cleanup_list*) noexcept {
-    arrayport::python::constraints c;
-    if (!holder.load(src.ptr(), (flags & static_cast<uint8_t>(cast_flags::convert)) != 0, c)) return false;
-    value = holder.held().view();
-    return true;
-  }
-
-  explicit operator Value*() { return &checked(); }
-  explicit operator Value&() { return checked(); }
-  explicit operator Value&&() { return std::move(checked()); }
-  // A violation found in the convert pass is raised here, when the call starts.
-  Value& checked() {
-    if (holder.set_error_if_failed()) throw ::nanobind::python_error();
-    return value;
-  }
-
-  arrayport::python::argument holder;
-  Value value;
-};
+struct type_caster<arrayport::strided_view> : arrayport_view_caster<arrayport::strided_view> {};
 
 template <class T>
 struct type_caster<arrayport::vector<T>> {

@@ -9,8 +9,8 @@
 // constraints; the convert pass takes any array and raises the precise error when the call starts.
 #pragma once
 
-#include <arrayport/python/acquire.hpp>
 #include <arrayport/python/export.hpp>
+#include <arrayport/python/parameter.hpp>
 
 #include <pybind11/pybind11.h>
 
@@ -19,58 +19,33 @@
 
 namespace pybind11::detail {
 
-template <class T, std::size_t Rank, class Space>
-struct type_caster<arrayport::view<T, Rank, Space>> {
-  using Value = arrayport::view<T, Rank, Space>;
+// One caster body for every view type; python::parameter holds what is binder-neutral.
+template <class View>
+struct arrayport_view_caster {
+  using Value = View;
   static constexpr auto name = const_name("arrayport.ArrayLike");
   template <typename T_> using cast_op_type = movable_cast_op_type<T_>;
 
-  bool load(handle src, bool convert) {
-    const arrayport::python::constraints c =
-        arrayport::python::typed_constraints<T, Rank, Space>::make("array");
-    if (!holder.load(src.ptr(), convert, c)) return false;
-    if (!holder.failed()) value = holder.held().template as<T, Rank, Space>();
-    return true;
-  }
+  bool load(handle src, bool convert) { return param.load(src.ptr(), convert); }
 
   operator Value*() { return &checked(); }
   operator Value&() { return checked(); }
   operator Value&&() && { return std::move(checked()); }
   // A violation found in the convert pass is raised here, when the call starts.
   Value& checked() {
-    if (holder.set_error_if_failed()) throw ::pybind11::error_already_set();
-    return value;
+    if (Value* v = param.value()) return *v;
+    throw ::pybind11::error_already_set();
   }
 
-  arrayport::python::argument holder;
-  Value value;
+  arrayport::python::parameter<View> param;
 };
+
+template <class T, std::size_t Rank, class Space>
+struct type_caster<arrayport::view<T, Rank, Space>>
+    : arrayport_view_caster<arrayport::view<T, Rank, Space>> {};
 
 template <>
-struct type_caster<arrayport::strided_view> {
-  using Value = arrayport::strided_view;
-  static constexpr auto name = const_name("arrayport.ArrayLike");
-  template <typename T_> using cast_op_type = movable_cast_op_type<T_>;
-
-  bool load(handle src, bool convert) {
-    arrayport::python::constraints c;
-    if (!holder.load(src.ptr(), convert, c)) return false;
-    value = holder.held().view();
-    return true;
-  }
-
-  operator Value*() { return &checked(); }
-  operator Value&() { return checked(); }
-  operator Value&&() && { return std::move(checked()); }
-  // A violation found in the convert pass is raised here, when the call starts.
-  Value& checked() {
-    if (holder.set_error_if_failed()) throw ::pybind11::error_already_set();
-    return value;
-  }
-
-  arrayport::python::argument holder;
-  Value value;
-};
+struct type_caster<arrayport::strided_view> : arrayport_view_caster<arrayport::strided_view> {};
 
 template <class T>
 struct type_caster<arrayport::vector<T>> {

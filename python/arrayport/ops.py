@@ -1,8 +1,10 @@
 """arrayport.ops: element-wise operations and reductions on arrayport Arrays (CPU and CUDA).
 
-Inputs are arrayport Arrays, Python scalars and (through the consume bridge) objects with the
-buffer protocol, such as NumPy arrays. Results are Arrays in the inputs' memory kind and device;
-GPU work is enqueued on the calling thread's current stream (``with arrayport.cuda.Stream():``).
+Inputs (and ``out=``) are arrayport Arrays, Python scalars and any array that ``arrayport.view``
+takes: the buffer protocol (NumPy, memoryview), ``__dlpack__`` and ``__cuda_array_interface__``
+(CuPy, PyTorch, JAX, Numba). The producer's pending work is ordered before the current stream.
+Results are Arrays in the inputs' memory kind and device; GPU work is enqueued on the calling
+thread's current stream (``with arrayport.cuda.Stream():``).
 
 Result dtypes follow NumPy 2: ``np.result_type`` for arrays, NEP 50 for Python scalars (a Python
 int/float/complex takes the array's dtype when its kind fits, so ``add(uint8_array, 300)`` raises

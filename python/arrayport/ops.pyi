@@ -4,7 +4,7 @@ from typing import Any
 
 from ._core import Array
 
-_Operand = Array | bool | int | float | complex | Any  # Any: an object with the buffer protocol
+_Operand = Array | bool | int | float | complex | Any  # Any: any array arrayport.view takes (buffer protocol, DLPack, CAI)
 _Out = Array | Any | None
 _Axis = int | tuple[int, ...] | None
 

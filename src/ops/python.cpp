@@ -10,6 +10,7 @@
 #include "../scalars.hpp"
 
 #include <arrayport/buffer.hpp>
+#include <arrayport/python/acquire.hpp>
 #include <arrayport/runtime.hpp>
 
 #include <nanobind/nanobind.h>
@@ -17,7 +18,6 @@
 #include <Python.h>
 
 #include <algorithm>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -30,32 +30,26 @@ using ops::ops_arg;
 using ops::type_id;
 using ops::weak_kind;
 
-// Keeps what an input's view points to alive for the call: the shape/strides in elements and,
-// for buffer-protocol inputs, the Py_buffer.
+// Keeps what an input's view points to alive for the call: the acquired producer (its buffer,
+// DLPack tensor or reference), and the label the bridge's messages name it by.
 struct input_holder {
-  arrayport_view_t c{};
-  std::int64_t extents[2 * ARRAYPORT_MAX_NDIM];
-  Py_buffer buf{};
-  bool has_buf = false;
+  python::acquired held;
+  std::string label;
   PyObject* scalar = nullptr;  // borrowed: the Python scalar, converted once the dtype is known
-  input_holder() = default;
-  input_holder(const input_holder&) = delete;
-  input_holder& operator=(const input_holder&) = delete;
-  ~input_holder() {
-    if (has_buf) PyBuffer_Release(&buf);
-  }
 };
 
 // The one place that turns a Python object into an operand: an arrayport.Array (its view read
-// directly), a Python scalar (bool, int, float, complex: weak in NEP 50's sense), or -- until the
-// consume bridge lands -- any object with the buffer protocol (host memory: NumPy, memoryview).
+// directly: the bridge would take the same view, at the price of a type lookup and a reference),
+// a Python scalar (bool, int, float, complex: weak in NEP 50's sense), or any other array through
+// the consume bridge (buffer protocol, DLPack, __cuda_array_interface__), with its checks and
+// messages. The producer's pending work is ordered before the current stream.
 void ops_input(nb::handle obj, const char* op_name, const char* name, input_holder& h,
                ops_arg& arg, bool allow_scalar = true) {
   arg.name = name;
+  arg.kind = weak_kind::none;
   PyObject* o = obj.ptr();
   if (is_array(o)) {
     arg.view = strided_view(reinterpret_cast<array_object*>(o)->view);
-    arg.kind = weak_kind::none;
     return;
   }
   if (allow_scalar) {
@@ -70,42 +64,28 @@ void ops_input(nb::handle obj, const char* op_name, const char* name, input_hold
       return;
     }
   }
-  if (PyObject_CheckBuffer(o)) {
-    if (PyObject_GetBuffer(o, &h.buf, PyBUF_RECORDS_RO) != 0) throw nb::python_error();
-    h.has_buf = true;
-    const dtype dt = parse_buffer_format(h.buf.format, static_cast<std::size_t>(h.buf.itemsize));
-    const int nd = h.buf.ndim;
-    if (nd > ARRAYPORT_MAX_NDIM)
-      throw value_error(std::string(op_name) + ": argument '" + name + "' has " +
-                        std::to_string(nd) + " dimensions, at most " +
-                        std::to_string(ARRAYPORT_MAX_NDIM) + " are supported");
-    for (int i = 0; i < nd; ++i) {
-      h.extents[i] = h.buf.shape[i];
-      const Py_ssize_t s = h.buf.strides ? h.buf.strides[i] : 0;
-      if (s % h.buf.itemsize != 0)
-        throw value_error(std::string(op_name) + ": argument '" + name +
-                          "' has a stride that is not a multiple of its itemsize (" +
-                          std::to_string(s) + " bytes for itemsize " +
-                          std::to_string(h.buf.itemsize) + ")");
-      h.extents[nd + i] = s / h.buf.itemsize;
-    }
-    h.c.version = {ARRAYPORT_C_ABI_VERSION_MAJOR, ARRAYPORT_C_ABI_VERSION_MINOR};
-    h.c.data = h.buf.buf;
-    h.c.ndim = nd;
-    h.c.shape = nd ? h.extents : nullptr;
-    h.c.strides = nd ? h.extents + nd : nullptr;
-    h.c.dtype = dt.to_c();
-    h.c.device = {ARRAYPORT_DEVICE_CPU, 0};
-    h.c.memory_kind = ARRAYPORT_MEMORY_HOST;
-    h.c.flags = h.buf.readonly ? ARRAYPORT_VIEW_READONLY : 0u;
-    h.c.owner = o;
-    arg.view = strided_view(h.c);
-    arg.kind = weak_kind::none;
-    return;
+  h.label = std::string(op_name) + ": argument '" + name + "'";
+  python::constraints c;
+  c.name = h.label.c_str();
+  python::acquire_options opts;
+  opts.stream = current_stream().handle;
+  opts.stream_given = true;
+  opts.call_scoped = true;  // released before the op returns to Python
+  try {
+    h.held = python::acquire(o, c, opts);
+  } catch (const python::not_an_array&) {
+    throw type_error(h.label + ": expected an arrayport.Array, any array (buffer protocol, "
+                     "__dlpack__ or __cuda_array_interface__)" +
+                     (allow_scalar ? " or a Python scalar" : "") + ", got " +
+                     python::detail::type_name(o));
   }
-  throw type_error(std::string(op_name) + ": argument '" + name +
-                   "': expected an arrayport.Array, a Python scalar or an object with the buffer "
-                   "protocol, got " + Py_TYPE(o)->tp_name);
+  arg.view = h.held.view();
+  const memory_kind kind = arg.view.kind();
+  if (!is_host_accessible(kind) && !runtime::is_available())
+    throw no_device_error(h.label + ": expected memory the CPU can read (this machine has no "
+                          "usable CUDA device: " + runtime::probe().reason + "), got " +
+                          std::string(to_string(kind)) + " memory (from " +
+                          python::detail::type_name(o) + ")");
 }
 
 std::string shape_str(const std::int64_t* s, int n) {

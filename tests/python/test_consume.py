@@ -447,8 +447,8 @@ def test_writable_request_on_read_only_data_is_one_buffer_error():
             _acquire_writable(obj)
 
 
-def _acquire_writable(obj):
-    # The C API's acquire() through ctypes: fields as in include/arrayport/python/api.h.
+def _c_api():
+    """The _C_API table through ctypes: fields as in include/arrayport/python/api.h."""
     import ctypes
 
     class Api(ctypes.Structure):
@@ -460,13 +460,42 @@ def _acquire_writable(obj):
                     ("acquire", ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_char_p,
                                                   ctypes.c_uint32, ctypes.c_void_p,
                                                   ctypes.POINTER(ctypes.c_void_p))),
-                    ("release", ctypes.PYFUNCTYPE(None, ctypes.c_void_p))]
+                    ("release", ctypes.PYFUNCTYPE(None, ctypes.c_void_p)),
+                    # since 1.1
+                    ("set_cuda_error", ctypes.PYFUNCTYPE(None, ctypes.c_char_p, ctypes.c_int,
+                                                         ctypes.c_char_p, ctypes.c_char_p,
+                                                         ctypes.c_int))]
 
     api = ctypes.pythonapi
-    table = Api.from_address(api.PyCapsule_GetPointer(_core._C_API, b"arrayport._core._C_API"))
+    api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+    api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    return Api.from_address(api.PyCapsule_GetPointer(_core._C_API, b"arrayport._core._C_API"))
+
+
+def _acquire_writable(obj):
+    # The C API's acquire() through ctypes.
+    import ctypes
+
+    table = _c_api()
     view = ctypes.create_string_buffer(72)
     handle = ctypes.c_void_p()
     try:
         table.acquire(obj, b"obj", 1, ctypes.addressof(view), ctypes.byref(handle))
     finally:
         table.release(handle)
+
+
+def test_c_api_1_1_raises_cuda_errors_as_arrayport_does():
+    """set_cuda_error (C API 1.1) raises what a cuda_error inside _core would: the type and the
+    code, name, api and sticky attributes. Extensions reach it through set_error_from_current_exception."""
+    table = _c_api()
+    assert (table.abi_major, table.abi_minor) == (1, 1)
+    with pytest.raises(ap.CudaError) as info:
+        table.set_cuda_error(b"k<<<...>>> failed", 719, b"cudaErrorLaunchFailure", b"k<<<...>>>", 0)
+    e = info.value
+    assert type(e) is ap.CudaError and str(e) == "k<<<...>>> failed"
+    assert (e.code, e.name, e.api, e.sticky) == (719, "cudaErrorLaunchFailure", "k<<<...>>>", True)
+    with pytest.raises(ap.OutOfMemoryError) as info:
+        table.set_cuda_error(None, 2, None, None, 1)  # NULL strings read as ""
+    e = info.value
+    assert (str(e), e.code, e.name, e.api, e.sticky) == ("", 2, "", "", False)

@@ -15,6 +15,7 @@ import pytest
 
 import arrayport as ap
 from conftest import HAS_GPU, REPO, cmake_build, needs_gpu
+from dlpack_ctypes import Producer
 
 STYLES = ["nanobind", "pybind11", "capi", "ctypes", "cython", "swig"]
 
@@ -187,6 +188,34 @@ def test_nanobind_and_pybind11_extras(scale):
     module = sys.modules[f"scale_{style}"]
     assert module.kind(np.zeros(2, np.float32)) == "float32"
     assert module.kind(np.zeros(2, np.float64)) == "float64"
+    assert module.ndim(np.zeros((2, 3), np.int8)) == 2
+    assert module.ndim(ap.zeros((4, 1, 2), "bfloat16", memory="host")) == 3
+    with pytest.raises(TypeError):
+        module.ndim([1, 2])  # not an array: no overload takes it
+    with pytest.raises(TypeError, match=r"array: unsupported DLPack dtype .*\(from dlpack_ctypes.Producer\)"):
+        module.ndim(Producer(dtype=(2, 8, 1)))  # an array that breaks a rule: its precise error
     r = module.arange(5)
     assert isinstance(r, ap.Array) and r.memory == "host"
     assert np.asarray(r).tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+
+
+@pytest.mark.parametrize(
+    "status, name, exc",
+    [(700, "cudaErrorIllegalAddress", ap.CudaError), (2, "cudaErrorMemoryAllocation", ap.OutOfMemoryError)],
+)
+def test_a_cuda_error_in_an_extension_carries_code_name_api_and_stickiness(scale, status, name, exc):
+    """set_error_from_current_exception raises through arrayport._core's C API (1.1), so a
+    downstream extension's CudaError is the one arrayport raises itself."""
+    style, _ = scale
+    if style != "capi":
+        pytest.skip("the CPython-API example reports C++ errors with set_error_from_current_exception")
+    module = sys.modules["scale_capi"]
+    with pytest.raises(exc) as info:
+        module.raise_cuda_error(status, name)
+    e = info.value
+    assert type(e) is exc
+    sticky = status == 700
+    api = "cudaMalloc(&p, n)" if status == 2 else "scale_kernel<<<...>>>"
+    assert (e.code, e.name, e.api, e.sticky) == (status, name, api, sticky)
+    assert str(e).startswith(f"{api} failed: {name} ({status})")
+    assert ("restart the process" in str(e)) == sticky

@@ -14,7 +14,8 @@ import pytest
 
 import arrayport as ap
 from arrayport import ops
-from conftest import needs_gpu
+from conftest import HAS_GPU, needs_gpu
+from dlpack_ctypes import Producer
 
 NUMPY_DTYPES = ["bool", "uint8", "int32", "int64", "float16", "float32", "float64", "complex64", "complex128"]
 ALL_DTYPES = NUMPY_DTYPES[:5] + ["bfloat16"] + NUMPY_DTYPES[5:]
@@ -381,7 +382,7 @@ def test_errors_name_the_argument_and_leave_out_untouched():
 
 
 def test_bad_inputs():
-    with pytest.raises(TypeError, match="add: argument 'x2': expected an arrayport.Array, a Python scalar or an object with the buffer protocol, got list"):
+    with pytest.raises(TypeError, match=r"add: argument 'x2': expected an arrayport.Array, any array \(buffer protocol, __dlpack__ or __cuda_array_interface__\) or a Python scalar, got list"):
         ops.add(np.ones(3), [1, 2, 3])
     with pytest.raises(TypeError, match="add: argument 'x1' has dtype int8, expected one of bool"):
         ops.add(np.ones(3, np.int8), 1)
@@ -399,8 +400,60 @@ def test_bad_inputs():
         ops.max(np.zeros((0, 3)))
     with pytest.raises(ValueError, match=r"dot: expected two 1-dimensional arrays of the same length, got shapes \(3,\) and \(4,\)"):
         ops.dot(np.ones(3), np.ones(4))
-    with pytest.raises(TypeError, match="sum: argument 'x': expected an arrayport.Array"):
+    with pytest.raises(TypeError, match=r"sum: argument 'x': expected an arrayport.Array, any array \(buffer protocol, __dlpack__ or __cuda_array_interface__\), got float"):
         ops.sum(3.0)
+
+
+def test_bridge_errors_name_the_op_and_the_argument():
+    with pytest.raises(TypeError, match=r"add: argument 'x2': .*3s.*\(from numpy.ndarray\)"):
+        ops.add(np.ones(2), np.zeros(2, "S3"))
+    with pytest.raises(ValueError, match=r"add: argument 'x1': unsupported DLPack device type 4"):
+        ops.add(Producer(device=(4, 0)), 1.0)
+
+
+# ---- producers: every argument goes through the consume bridge ------------------------------------
+
+
+def test_ops_take_a_dlpack_only_producer():
+    x = Producer(values=(1.0, 2.0, 3.0, 4.0))
+    np.testing.assert_array_equal(np.asarray(ops.add(x, 1)), [2.0, 3.0, 4.0, 5.0])
+    assert float(np.asarray(ops.sum(x))) == 10.0
+    strided = Producer(values=tuple(float(i) for i in range(6)), shape=(3,), strides=(2,))
+    np.testing.assert_array_equal(np.asarray(ops.multiply(strided, 2.0)), [0.0, 4.0, 8.0])
+    out = Producer(values=(0.0, 0.0, 0.0, 0.0))
+    assert ops.multiply(x, np.full(4, 3.0), out=out) is out
+    assert list(out.storage) == [3.0, 6.0, 9.0, 12.0]
+    # Every tensor taken is given back, exactly once.
+    for p in (x, strided, out):
+        assert p.exported > 0 and p.deleted == p.exported
+
+
+def test_a_read_only_dlpack_producer_is_refused_as_out():
+    out = Producer(values=(7.0, 7.0), readonly=True)
+    with pytest.raises(ValueError, match="add: out: expected a writable array, got a read-only one"):
+        ops.add(np.ones(2), 1.0, out=out)
+    assert list(out.storage) == [7.0, 7.0] and out.deleted == out.exported
+
+
+class CAIOnly:
+    """A PyCUDA-style object: only __cuda_array_interface__ (its pointer is never dereferenced)."""
+
+    def __init__(self):
+        self.__cuda_array_interface__ = {"shape": (4,), "typestr": "<f4", "data": (0x10000, False),
+                                         "version": 3, "strides": None, "stream": None}
+
+
+@pytest.mark.skipif(HAS_GPU, reason="without a GPU only: the pointer is made up")
+def test_a_cai_only_object_is_refused_without_a_gpu():
+    reason = ap.runtime_info()["reason"]
+    with pytest.raises(ap.NoDeviceError, match=r"add: argument 'x1': expected memory the CPU can read "
+                       r"\(this machine has no usable CUDA device: .+\), got device memory \(from .*CAIOnly\)") as info:
+        ops.add(CAIOnly(), 1.0)
+    assert reason in str(info.value)
+    with pytest.raises(ap.NoDeviceError, match=r"sum: argument 'x': expected memory the CPU can read"):
+        ops.sum(CAIOnly())
+    with pytest.raises(ap.NoDeviceError, match=r"add: argument 'out': expected memory the CPU can read"):
+        ops.add(np.ones(4, np.float32), 1.0, out=CAIOnly())
 
 
 def test_public_names():

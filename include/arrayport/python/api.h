@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 #define ARRAYPORT_PYTHON_API_MAJOR 1
-#define ARRAYPORT_PYTHON_API_MINOR 0
+#define ARRAYPORT_PYTHON_API_MINOR 1
 #define ARRAYPORT_PYTHON_API_CAPSULE "arrayport._core._C_API"
 
 typedef struct arrayport_python_api {
@@ -53,6 +53,18 @@ typedef struct arrayport_python_api {
                  void** handle);
   /* Releases what acquire() took (GIL held). NULL is ignored. */
   void (*release)(void* handle);
+
+  /* ---- since 1.1: read only when abi_minor >= 1 ---- */
+
+  /* Sets arrayport.CudaError (arrayport.OutOfMemoryError when `out_of_memory` is nonzero) as
+   * arrayport._core raises its own: `message` as the text, and the attributes code (`status`, the
+   * cudaError_t), name (`status_name`, e.g. "cudaErrorIllegalAddress"), api (the runtime call
+   * that failed) and sticky (whether `status` corrupts the CUDA context). The strings are UTF-8,
+   * borrowed for the call; NULL reads as "". GIL held. Should building the exception fail, that
+   * failure's Python error is set instead. The fields travel, not the C++ exception: exceptions
+   * do not cross extension modules (_core links its own C++ runtime). */
+  void (*set_cuda_error)(const char* message, int status, const char* status_name,
+                         const char* api, int out_of_memory);
 } arrayport_python_api_t;
 
 /* acquire() flags. */

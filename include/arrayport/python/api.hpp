@@ -91,7 +91,8 @@ inline stream_handle current_stream() noexcept {
 }
 
 /// Sets the Python exception for the C++ exception being handled (call inside a catch block):
-/// arrayport's exception types map as error.hpp describes, bad_alloc to MemoryError.
+/// arrayport's exception types map as error.hpp describes, bad_alloc to MemoryError. A cuda_error
+/// is raised by arrayport._core itself (C API 1.1), with the attributes its own errors carry.
 inline void set_error_from_current_exception() noexcept {
   try {
     throw;
@@ -100,9 +101,16 @@ inline void set_error_from_current_exception() noexcept {
       PyErr_SetString(PyExc_SystemError, "arrayport: an error was reported but none is set");
   } catch (const cuda_error& e) {
     const arrayport_python_api_t* table = loaded_api();
+    const bool oom = dynamic_cast<const out_of_memory*>(&e) != nullptr;
+    if (table && table->abi_minor >= 1 && table->set_cuda_error) {
+      // _core's own raising: the exception carries code, name, api and sticky.
+      table->set_cuda_error(e.what(), e.status(), e.status_name().c_str(), e.api().c_str(), oom);
+      return;
+    }
+    // An arrayport._core older than C API 1.1: the type and the message only.
     PyObject* type = !table ? PyExc_RuntimeError
-                     : dynamic_cast<const out_of_memory*>(&e) ? table->out_of_memory_error
-                                                               : table->cuda_error;
+                     : oom  ? table->out_of_memory_error
+                            : table->cuda_error;
     PyErr_SetString(type, e.what());
   } catch (const no_device_error& e) {
     const arrayport_python_api_t* table = loaded_api();
