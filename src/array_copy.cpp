@@ -324,11 +324,19 @@ bool is_c_contiguous(const operand& op) {
 // dst[...] = value: a Python number, an arrayport Array, a buffer exporter (NumPy), an array that
 // speaks DLPack or the CUDA array interface (CuPy, PyTorch, JAX, Numba; viewed, not copied), or a
 // sequence, broadcast to dst's shape and converted to its dtype as NumPy would.
+// Whether `value`'s type exports DLPack or the CUDA array interface: an array even when it also
+// implements the number protocol, as a PyTorch tensor does.
+bool speaks_array_protocol(PyObject* value) {
+  PyObject* type = reinterpret_cast<PyObject*>(Py_TYPE(value));
+  return PyObject_HasAttrString(type, "__dlpack__") == 1 ||
+         PyObject_HasAttrString(type, "__cuda_array_interface__") == 1;
+}
+
 void assign(const operand& dst, PyObject* value, stream_handle stream, const char* what) {
   if (dst.readonly) throw value_error(std::string(what) + ": assignment destination is read-only");
   if (!is_array(value) && (is_python_scalar(value) ||
                            (!PyObject_CheckBuffer(value) && PyNumber_Check(value) &&
-                            !PySequence_Check(value)))) {
+                            !PySequence_Check(value) && !speaks_array_protocol(value)))) {
     alignas(16) unsigned char element[16] = {};  // aligned: the copy moves it in whole words
     scalar_to_bytes(value, dst.dt, element);
     fill_operand(dst, element, stream, is_c_contiguous(dst));

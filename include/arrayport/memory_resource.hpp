@@ -78,7 +78,15 @@ class device_resource final : public memory_resource {
       // What this pool holds unused may be what is missing: return it to the driver, retry once.
       runtime::stream_synchronize(stream);
       runtime::trim_pool(device());
-      return runtime::malloc_device_async(bytes, device(), stream);
+      try {
+        return runtime::malloc_device_async(bytes, device(), stream);
+      } catch (const out_of_memory&) {
+        // A failed request can leave the pool holding what it reserved on the way (measured on
+        // an H100: all of the card). Give it back, so that the process and every other library
+        // in it can go on.
+        runtime::trim_pool(device());
+        throw;
+      }
     }
   }
   void deallocate(void* p, std::size_t, stream_handle stream) noexcept override {
