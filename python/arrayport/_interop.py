@@ -112,7 +112,10 @@ def _libraries(gpu: bool) -> tuple[list[_Lib], list[Handoff]]:
                              lambda a: numba_cuda.as_cuda_array(a),
                              lambda: numba_cuda.to_device(np.ones(N, np.float32)),
                              lambda x: x.__cuda_array_interface__["data"][0],
-                             lambda x: x.__setitem__(0, VALUE), lambda x: float(x.copy_to_host()[0])))
+                             # DeviceNDArray.__setitem__ calls np.row_stack, which NumPy 2.5
+                             # removed: a host-to-device copy into a one-element view instead
+                             lambda x: x[0:1].copy_to_device(np.full(1, VALUE, np.float32)),
+                             lambda x: float(x.copy_to_host()[0])))
     except ImportError:
         skipped.append(Handoff("Numba", "both", "-", skipped="not installed"))
 
