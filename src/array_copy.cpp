@@ -361,7 +361,7 @@ void assign(const operand& dst, PyObject* value, stream_handle stream, const cha
       viewed = view_foreign(value, stream);
       if (!viewed.is_valid()) throw;  // nothing to fall back on: the exporter's own error
     }
-  } else if (!is_array(value) && !PyList_Check(value) && !PyTuple_Check(value)) {
+  } else if (!is_array(value) && speaks_array_protocol(value)) {
     viewed = view_foreign(value, stream);
   }
   if (viewed.is_valid()) value = viewed.ptr();

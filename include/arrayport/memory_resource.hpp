@@ -84,7 +84,10 @@ class device_resource final : public memory_resource {
         // A failed request can leave the pool holding what it reserved on the way (measured on
         // an H100: all of the card). Give it back, so that the process and every other library
         // in it can go on.
-        runtime::trim_pool(device());
+        try {
+          runtime::trim_pool(device());
+        } catch (...) {  // the out-of-memory error is the one to report
+        }
         throw;
       }
     }

@@ -54,6 +54,14 @@ def run(progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     return {"memory": memory, "elements": n, "steps": steps, "ok": ok}
 
 
+def safe_run(progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """run(), with a failure reported as the demo's result rather than ending the report."""
+    try:
+        return run(progress)
+    except Exception as e:
+        return {"skipped": f"failed: {type(e).__name__}: {e}"[:300], "steps": [], "ok": False}
+
+
 def render(demo: dict[str, Any]) -> list[str]:
     if demo.get("skipped"):
         return [f"  skipped: {demo['skipped']}"]

@@ -9,6 +9,7 @@ hand-off, measured here.
 from __future__ import annotations
 
 import importlib
+import os
 import timeit
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
@@ -56,6 +57,10 @@ def _per_call_us(fn: Callable[[], Any], budget_s: float = 0.02) -> float:
         n *= 4
 
 
+def _broken(name: str, e: Exception) -> Handoff:
+    return Handoff(name, "both", "-", error=f"cannot be used: {type(e).__name__}: {e}"[:200])
+
+
 def _libraries(gpu: bool) -> tuple[list[_Lib], list[Handoff]]:
     libs: list[_Lib] = []
     skipped: list[Handoff] = []
@@ -72,6 +77,8 @@ def _libraries(gpu: bool) -> tuple[list[_Lib], list[Handoff]]:
                          lambda x: x.__setitem__(0, VALUE), lambda x: float(x[0])))
     except ImportError:
         skipped.append(Handoff("NumPy", "both", "-", skipped="not installed"))
+    except Exception as e:  # installed but broken (a version mismatch, no backend)
+        skipped.append(_broken("NumPy", e))
 
     try:
         torch = importlib.import_module("torch")
@@ -84,6 +91,8 @@ def _libraries(gpu: bool) -> tuple[list[_Lib], list[Handoff]]:
                              lambda x: x.__setitem__(0, VALUE), lambda x: float(x[0])))
     except ImportError:
         skipped.append(Handoff("PyTorch", "both", "-", skipped="not installed"))
+    except Exception as e:  # installed but broken (a version mismatch, no backend)
+        skipped.append(_broken("PyTorch", e))
 
     try:
         cupy = importlib.import_module("cupy")
@@ -93,8 +102,13 @@ def _libraries(gpu: bool) -> tuple[list[_Lib], list[Handoff]]:
                              lambda x: x.__setitem__(0, VALUE), lambda x: float(x[0])))
     except ImportError:
         skipped.append(Handoff("CuPy", "both", "-", skipped="not installed"))
+    except Exception as e:  # installed but broken (a version mismatch, no backend)
+        skipped.append(_broken("CuPy", e))
 
     try:
+        # JAX takes 75% of the GPU's memory at its first use unless told not to: the demo and
+        # every library after it would be left with the rest.
+        os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
         jax = importlib.import_module("jax")
         jnp = importlib.import_module("jax.numpy")
         on_gpu = jax.default_backend() == "gpu"
@@ -103,6 +117,8 @@ def _libraries(gpu: bool) -> tuple[list[_Lib], list[Handoff]]:
                          lambda x: x.unsafe_buffer_pointer(), None, lambda x: float(x[0])))
     except ImportError:
         skipped.append(Handoff("JAX", "both", "-", skipped="not installed"))
+    except Exception as e:  # installed but broken (a version mismatch, no backend)
+        skipped.append(_broken("JAX", e))
 
     try:
         numba_cuda = importlib.import_module("numba.cuda")
@@ -118,6 +134,8 @@ def _libraries(gpu: bool) -> tuple[list[_Lib], list[Handoff]]:
                              lambda x: float(x.copy_to_host()[0])))
     except ImportError:
         skipped.append(Handoff("Numba", "both", "-", skipped="not installed"))
+    except Exception as e:  # installed but broken (a version mismatch, no backend)
+        skipped.append(_broken("Numba", e))
 
     try:
         utils = importlib.import_module("cuda.core.utils")
@@ -129,6 +147,8 @@ def _libraries(gpu: bool) -> tuple[list[_Lib], list[Handoff]]:
                              lambda x: x.ptr, None, lambda x: 0.0))
     except ImportError:
         skipped.append(Handoff("cuda.core", "both", "-", skipped="not installed"))
+    except Exception as e:  # installed but broken (a version mismatch, no backend)
+        skipped.append(_broken("cuda.core", e))
     return libs, skipped
 
 

@@ -59,7 +59,7 @@ def collect(progress=None) -> dict[str, Any]:
         "mode": "cuda" if runtime["cuda_available"] else "cpu-fallback",
         "libraries": _library_versions(),
         "interop": _interop.matrix(),
-        "demo": _demo.run(progress),
+        "demo": _demo.safe_run(progress),
         "include_dir": arrayport.include_dir(),
         "cmake_dir": arrayport.cmake_dir(),
     }
@@ -113,8 +113,9 @@ def render(info: dict[str, Any]) -> str:
               "read on the other)"]
     lines += _interop.render(info["interop"])
     demo = info["demo"]
-    where = f"{demo.get('elements', 0):,} float32, {demo.get('memory', '')} memory"
-    lines += ["", f"demo: NumPy -> arrayport.ops -> NumPy ({where})"]
+    where = (f" ({demo['elements']:,} float32, {demo['memory']} memory)" if "elements" in demo
+             else "")
+    lines += ["", f"demo: NumPy -> arrayport.ops -> NumPy{where}"]
     lines += _demo.render(demo)
     lines += ["", f"CMake package      {info['cmake_dir']}"]
     return "\n".join(lines)

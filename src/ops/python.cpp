@@ -88,6 +88,19 @@ void ops_input(nb::handle obj, const char* op_name, const char* name, input_hold
                           python::detail::type_name(o) + ")");
 }
 
+// Foreign arrays are released when the op returns, but a GPU kernel reads them (and writes a
+// foreign out=) later, and their producer (CuPy's or PyTorch's caching allocator) could hand the
+// memory out again meanwhile: wait for the op's stream first, as assignments from foreign arrays do.
+void wait_before_release(const input_holder* hs, int n, const ops::placement& where) {
+  if (!where.on_gpu) return;
+  for (int i = 0; i < n; ++i)
+    if (hs[i].held) {
+      nb::gil_scoped_release unlocked;
+      runtime::stream_synchronize(current_stream().handle);
+      return;
+    }
+}
+
 std::string shape_str(const std::int64_t* s, int n) {
   std::string r = "(";
   for (int i = 0; i < n; ++i) r += std::to_string(s[i]) + (n == 1 ? "," : i + 1 < n ? ", " : "");
@@ -238,6 +251,7 @@ nb::object elementwise(ops::op_id op, const char* op_name, const nb::handle* obj
   } else {
     ops::launch(call, where);
   }
+  wait_before_release(holders, n + (has_out ? 1 : 0), where);
   if (has_out) return nb::borrow(out_obj);
   return make_owned_array(std::move(result.storage), out_dt, shape, current_stream_object());
 }
@@ -316,7 +330,9 @@ nb::object reduce(ops::reduce_op op, nb::handle x, nb::handle axis, bool keepdim
   if (call.len == 0 && call.n_out > 0 && (op == ops::reduce_op::min || op == ops::reduce_op::max))
     throw value_error(std::string(op_name) + ": zero-size array to reduction operation " +
                       op_name + " which has no identity");
-  return finish_reduce(call, where, ops::to_dtype(rt), shape);
+  nb::object r = finish_reduce(call, where, ops::to_dtype(rt), shape);
+  wait_before_release(&h, 1, where);
+  return r;
 }
 
 nb::object dot(nb::handle x, nb::handle y) {
@@ -346,7 +362,9 @@ nb::object dot(nb::handle x, nb::handle y) {
         args[k].view.stride(0) * static_cast<std::int64_t>(args[k].view.dtype().itemsize());
   }
   call.contiguous = false;
-  return finish_reduce(call, where, ops::to_dtype(rt), {});
+  nb::object r = finish_reduce(call, where, ops::to_dtype(rt), {});
+  wait_before_release(hs, 2, where);
+  return r;
 }
 
 }  // namespace

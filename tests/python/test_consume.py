@@ -159,7 +159,7 @@ def test_numpy_through_dlpack(wrapper, dtype):
     same_memory(v, x)
 
 
-def test_a_refused_buffer_falls_back_to_dlpack_and_the_type_learns_it():
+def test_a_refused_buffer_falls_back_to_dlpack():
     import mmap
 
     class DeviceOnly(mmap.mmap):  # as CuPy: offers the buffer protocol, refuses it for its memory
@@ -175,11 +175,37 @@ def test_a_refused_buffer_falls_back_to_dlpack_and_the_type_learns_it():
     refusing.close()  # a closed mmap raises ValueError from its buffer
     assert np.asarray(_core.view(refusing)).tolist() == [1.0, 2.0, 3.0, 4.0]
     assert _core._acquire_protocol(refusing) == "dlpack"
-    assert _core._acquire_protocol(DeviceOnly(-1, 16)) == "dlpack"  # not asked for buffers again
+    # The fallback gave host memory: the refusal was this object's, not the type's (a type is
+    # asked for buffers no more only once the fallback gives memory the CPU cannot reach).
+    assert _core._acquire_protocol(DeviceOnly(-1, 16)) == "buffer"
     closed = mmap.mmap(-1, 16)
     closed.close()
     with pytest.raises(ValueError, match="closed"):  # nothing to fall back on: the exporter's error
         _core.view(closed)
+
+
+def test_numpys_own_buffer_refusals_stand_and_leave_numpy_on_its_fast_path():
+    with pytest.raises(ValueError, match="buffer"):  # NumPy exports no datetime64 buffers
+        _core.view(np.zeros(2, "M8[s]"))
+    assert _core._acquire_protocol(np.zeros(3)) == "buffer"
+
+
+def test_a_type_error_of_another_cause_does_not_make_a_producer_legacy():
+    class Flaky(DLPackOnly):
+        calls = 0
+
+        def __dlpack__(self, **kw):
+            type(self).calls += 1
+            if type(self).calls == 1:
+                raise TypeError("a transient failure")
+            return super().__dlpack__(**kw)
+
+    x = np.arange(3.0)
+    x.flags.writeable = False
+    with pytest.raises(BufferError, match="readonly"):  # the legacy retry: NumPy refuses it
+        _core.view(Flaky(x))                           # for a read-only array
+    v = _core.view(Flaky(x))        # still asked for versioned capsules: the read-only flag holds
+    assert v.readonly and np.asarray(v).tolist() == [0.0, 1.0, 2.0]
 
 
 def test_dlpack_readonly_flag_is_honoured():

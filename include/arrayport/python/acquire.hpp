@@ -399,15 +399,14 @@ inline std::string shape_string(const std::int64_t* shape, int ndim) {
 
 // ---- checks shared by every protocol ---------------------------------------------------------
 
-// Shape and strides a producer handed over: non-negative extents, a rank arrayport supports, data
-// present when there are elements, and every reachable byte offset representable.
 // Whether the farthest elements from `data` on either side, in bytes, fit in int64 (and so in the
-// address space). Extents are non-negative.
+// address space). A negative extent is not this function's to judge: true.
 inline bool spans_fit(const arrayport_view_t& v) noexcept {
+  for (int i = 0; i < v.ndim; ++i)
+    if (v.shape[i] <= 0) return true;
   const auto itemsize = static_cast<std::int64_t>(arrayport::dtype::from_c(v.dtype).itemsize());
   std::int64_t lo = 0, hi = 0;
   for (int i = 0; i < v.ndim; ++i) {
-    if (v.shape[i] == 0) return true;
     std::int64_t span = 0;
     if (__builtin_mul_overflow(v.shape[i] - 1, v.strides[i], &span) ||
         __builtin_mul_overflow(span, itemsize, &span) ||
@@ -417,6 +416,8 @@ inline bool spans_fit(const arrayport_view_t& v) noexcept {
   return true;
 }
 
+// Shape and strides a producer handed over: non-negative extents, a rank arrayport supports, data
+// present when there are elements, and every reachable byte offset representable.
 inline void check_geometry(const constraints& c, PyObject* obj, const arrayport_view_t& v) {
   if (v.ndim < 0 || v.ndim > ARRAYPORT_MAX_NDIM)
     fail_value(c, obj, "expected at most " + std::to_string(ARRAYPORT_MAX_NDIM) +
@@ -700,7 +701,9 @@ struct detail_access {
       PyObject* capsule = PyObject_VectorcallMethod(dlpack_name, args, nargs, kwnames_versioned);
       if (capsule || !PyErr_ExceptionMatches(PyExc_TypeError)) return capsule;
       PyErr_Clear();
-      legacy_only = true;
+      capsule = PyObject_VectorcallMethod(dlpack_name, args, nargs, kwnames_legacy);
+      legacy_only = capsule != nullptr;  // a TypeError of another cause teaches nothing
+      return capsule;
     }
     return PyObject_VectorcallMethod(dlpack_name, args, nargs, kwnames_legacy);
   }
@@ -793,8 +796,8 @@ struct detail_access {
       on_cuda = false;
       capsule = call(false);
     }
-    if (legacy_only != type.dlpack_legacy) detail::remember_dlpack(Py_TYPE(obj), -1, legacy_only);
     if (!capsule) throw error_already_set();
+    if (legacy_only != type.dlpack_legacy) detail::remember_dlpack(Py_TYPE(obj), -1, legacy_only);
     bool readonly = false;
     const arrayport_dl_tensor_t* t = &take_capsule(a, c, obj, capsule, readonly);
     const bool cuda = t->device.device_type == ARRAYPORT_DEVICE_CUDA ||
@@ -983,17 +986,22 @@ inline acquired acquire(PyObject* obj, const constraints& c, const acquire_optio
     a.m_protocol = protocol_exchange;
   } else {
     std::uint32_t rest = offered;
+    bool refused_buffer = false;
     if (rest & protocol_buffer) {
       try {
         if (!type.numpy || !detail_access::from_numpy(a, c, obj)) detail_access::from_buffer(a, c, obj);
         a.m_protocol = protocol_buffer;
       } catch (const error_already_set&) {
         // The exporter refused its buffer. CuPy does for memory the CPU cannot reach: take the
-        // device protocols it also offers, and stop asking this type for buffers.
-        if (!(rest & (protocol_dlpack | protocol_cai))) throw;
+        // device protocols it also offers. NumPy refuses some dtypes (datetime64): its error
+        // stands, and so does any error that is not a refusal (KeyboardInterrupt, MemoryError).
+        if (!(rest & (protocol_dlpack | protocol_cai)) || type.numpy ||
+            !(PyErr_ExceptionMatches(PyExc_BufferError) || PyErr_ExceptionMatches(PyExc_TypeError) ||
+              PyErr_ExceptionMatches(PyExc_ValueError)))
+          throw;
         PyErr_Clear();
-        detail::forget_protocol(Py_TYPE(obj), protocol_buffer);
         rest &= ~protocol_buffer;
+        refused_buffer = true;
       }
     }
     if (a.m_protocol == 0 && (rest & protocol_dlpack)) {
@@ -1010,6 +1018,9 @@ inline acquired acquire(PyObject* obj, const constraints& c, const acquire_optio
       detail_access::from_cai(a, c, obj, consumer, o.sync);
       a.m_protocol = protocol_cai;
     }
+    // Refused for memory the CPU cannot reach: this type's buffers are not asked for again.
+    if (refused_buffer && !is_host_accessible(static_cast<memory_kind>(a.m_view.memory_kind)))
+      detail::forget_protocol(Py_TYPE(obj), protocol_buffer);
   }
   if (a.m_protocol != protocol_array) detail::check_geometry(c, obj, a.m_view);
   detail::check_constraints(c, obj, a.m_view);
