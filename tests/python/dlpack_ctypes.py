@@ -2,7 +2,8 @@
 
 NumPy only ever produces well-formed tensors; this one produces whatever a test asks for, so the
 consumer's checks (device, dtype, version, shape, NULL data, byte_offset, NULL strides) and its
-deleter discipline (exactly once, also on every error path) can be observed.
+deleter discipline (exactly once, also on every error path) can be observed. DLPackOnly hides an
+array's buffer protocol so that a consumer must take its DLPack side.
 """
 
 from __future__ import annotations
@@ -128,3 +129,16 @@ class Producer:
             name = b"dltensor"
         self._keep.append((m, deleter))
         return _pyapi.PyCapsule_New(ctypes.addressof(m), name, None)
+
+
+class DLPackOnly:
+    """Hides an array's buffer protocol (NumPy's): a consumer must take its __dlpack__."""
+
+    def __init__(self, x):
+        self.x = x
+
+    def __dlpack__(self, **kw):
+        return self.x.__dlpack__(**kw)
+
+    def __dlpack_device__(self):
+        return self.x.__dlpack_device__()

@@ -15,22 +15,9 @@ import pytest
 
 import arrayport as ap
 from conftest import HAS_GPU, needs_gpu
-from dlpack_ctypes import Producer
+from dlpack_ctypes import DLPackOnly, Producer
 
 DEFAULT_MEMORY = ap.empty(1).memory  # managed with a GPU, host without
-
-
-class DLPackOnly:
-    """Hides NumPy's buffer protocol: the consumer must take __dlpack__."""
-
-    def __init__(self, x):
-        self.x = x
-
-    def __dlpack__(self, **kw):
-        return self.x.__dlpack__(**kw)
-
-    def __dlpack_device__(self):
-        return self.x.__dlpack_device__()
 
 
 class ArrayOnly:

@@ -12,23 +12,10 @@ import pytest
 
 import arrayport as ap
 from arrayport import _core
-from dlpack_ctypes import Producer
+from dlpack_ctypes import DLPackOnly, Producer
 
 DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
           "float16", "float32", "float64", "complex64", "complex128"]
-
-
-class DLPackOnly:
-    """Hides NumPy's buffer protocol so that the bridge must take __dlpack__."""
-
-    def __init__(self, x):
-        self.x = x
-
-    def __dlpack__(self, **kw):
-        return self.x.__dlpack__(**kw)
-
-    def __dlpack_device__(self):
-        return self.x.__dlpack_device__()
 
 
 class LegacyDLPackOnly(DLPackOnly):
