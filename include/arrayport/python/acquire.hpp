@@ -790,7 +790,9 @@ struct detail_access {
       return capsule;
     };
     PyObject* capsule = call(on_cuda);
-    if (!capsule && on_cuda && !asked) {
+    if (!capsule && on_cuda && !asked &&
+        (PyErr_ExceptionMatches(PyExc_BufferError) || PyErr_ExceptionMatches(PyExc_ValueError) ||
+         PyErr_ExceptionMatches(PyExc_TypeError))) {
       // An assumed CUDA device may be stale: host data refuses a stream (NumPy raises).
       PyErr_Clear();
       on_cuda = false;
