@@ -150,22 +150,16 @@ void run(const ew_call& c) {
   runtime::check_launch("arrayport.ops element-wise kernel launch");
 }
 
-template <op_id Op, type_id T>
-constexpr ew_fn entry() {
-  if constexpr (supports(Op, T)) return &run<Op, T>;
-  else return nullptr;
-}
-template <op_id Op, std::size_t... T>
-constexpr std::array<ew_fn, elementwise_type_count> row(std::index_sequence<T...>) {
-  return {{entry<Op, type_id(T)>()...}};
-}
-template <std::size_t... Op>
-constexpr ew_table make_table(std::index_sequence<Op...>) {
-  return {{row<op_id(Op)>(std::make_index_sequence<elementwise_type_count>{})...}};
-}
+struct kernels {
+  template <op_id Op, type_id T>
+  static constexpr ew_fn entry() {
+    if constexpr (supports(Op, T)) return &run<Op, T>;
+    else return nullptr;
+  }
+};
 
 }  // namespace
 
-const ew_table elementwise_table = make_table(std::make_index_sequence<op_count>{});
+const ew_table elementwise_table = make_kernel_table<kernels, op_id, ew_fn, op_count>();
 
 }  // namespace arrayport::ops::cuda

@@ -177,22 +177,17 @@ void run(const reduce_call& c) {
   runtime::check_launch("arrayport.ops reduction kernel launch");
 }
 
-template <reduce_op Op, type_id T>
-constexpr reduce_fn entry() {
-  if constexpr (reduce_result_type(Op, T) != invalid_type) return &run<Op, T>;
-  else return nullptr;
-}
-template <reduce_op Op, std::size_t... T>
-constexpr std::array<reduce_fn, elementwise_type_count> row(std::index_sequence<T...>) {
-  return {{entry<Op, type_id(T)>()...}};
-}
-template <std::size_t... Op>
-constexpr reduce_table_t make_table(std::index_sequence<Op...>) {
-  return {{row<reduce_op(Op)>(std::make_index_sequence<elementwise_type_count>{})...}};
-}
+struct kernels {
+  template <reduce_op Op, type_id T>
+  static constexpr reduce_fn entry() {
+    if constexpr (reduce_result_type(Op, T) != invalid_type) return &run<Op, T>;
+    else return nullptr;
+  }
+};
 
 }  // namespace
 
-const reduce_table_t reduce_table = make_table(std::make_index_sequence<reduce_op_count>{});
+const reduce_table_t reduce_table =
+    make_kernel_table<kernels, reduce_op, reduce_fn, reduce_op_count>();
 
 }  // namespace arrayport::ops::cuda
