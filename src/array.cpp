@@ -194,7 +194,7 @@ PyObject* get_array_interface(PyObject* self, void*) {
     return nullptr;
   }
   return guarded<PyObject*>(nullptr, [&] {
-    runtime::stream_synchronize(a->view.stream);  // host readers see completed device writes
+    runtime::stream_synchronize(a->view.stream, array_device(a));  // host readers see completed device writes
     return interface_dict(a, false);
   });
 }
@@ -236,7 +236,7 @@ int array_getbuffer(PyObject* self, Py_buffer* view, int flags) {
     }
   }
   if (guarded<int>(-1, [&] {
-        runtime::stream_synchronize(a->view.stream);  // device writes complete before host reads
+        runtime::stream_synchronize(a->view.stream, array_device(a));  // device writes complete before host reads
         return 0;
       }) != 0) {
     view->obj = nullptr;
@@ -762,6 +762,23 @@ nb::handle stream_owner(nb::handle stream) noexcept {
   return stream;
 }
 
+stream_handle array_stream(memory_kind kind, int device, stream_handle stream, nb::handle stream_obj,
+                           const char* what) {
+  if (!(kind == memory_kind::device || kind == memory_kind::managed) || !runtime::is_available())
+    return stream;
+  if (device < 0) device = runtime::get_device();
+  const current_stream_state cur = current_stream();
+  const int stream_device = stream_obj.is_none() && cur.handle == stream && cur.device >= 0
+                                ? cur.device
+                                : runtime::stream_device(stream, device);
+  if (stream_device == device) return stream;
+  if (!stream_obj.is_none())
+    throw value_error(std::string(what) + ": stream belongs to device " + std::to_string(stream_device) +
+                      ", but the memory is on device " + std::to_string(device) +
+                      "; pass a stream of device " + std::to_string(device) + " or None");
+  return nullptr;  // the current stream is another device's: this device's default stream
+}
+
 namespace {
 
 nb::object create(nb::handle shape_obj, nb::handle dtype_obj, const std::optional<std::string>& memory,
@@ -778,8 +795,10 @@ nb::object create(nb::handle shape_obj, nb::handle dtype_obj, const std::optiona
                         std::string(dt.name()) + " overflows the addressable size");
     n *= e;
   }
-  buffer storage(static_cast<std::size_t>(n) * dt.itemsize(), kind, device.value_or(-1), stream);
-  return make_owned_array(std::move(storage), dt, shape, stream_owner(stream_obj));
+  const stream_handle ordered_on = array_stream(kind, device.value_or(-1), stream, stream_obj, "empty");
+  buffer storage(static_cast<std::size_t>(n) * dt.itemsize(), kind, device.value_or(-1), ordered_on);
+  return make_owned_array(std::move(storage), dt, shape,
+                          ordered_on == stream ? stream_owner(stream_obj) : nb::handle());
 }
 
 nb::object filled(nb::handle shape, nb::handle dt, const std::optional<std::string>& memory,

@@ -132,17 +132,78 @@ class held_buffer {
 
 // ---- ordering and the copy itself --------------------------------------------------------------
 
+// The device a default-stream handle held with `op` names: its memory's, or (host kinds) the
+// current device's.
+int stream_device_of(const operand& op) { return op.device; }
+
+// The device a copy between `dst` and `src` runs on: the stream's own, or for a default-stream
+// handle the GPU side's (the destination's first), so that the work never lands on a device that
+// holds neither side, whichever device is current. -1: the current device.
+int copy_device(const operand& dst, const operand& src, stream_handle stream) {
+  if (!runtime::is_available()) return -1;
+  const int data = ::arrayport::detail::is_gpu_memory(dst.kind)   ? dst.device
+                   : ::arrayport::detail::is_gpu_memory(src.kind) ? src.device
+                                                                  : -1;
+  return runtime::stream_device(stream, data);
+}
+
+// A copy between two GPUs' memory that the copy's device cannot reach directly (no peer access, or
+// ARRAYPORT_P2P_DISABLE): staged through pinned host memory. The source side is packed on its own
+// device and waited for; the destination side is scattered on its device's default stream, which
+// `stream` (of `device`) is then ordered after.
+void copy_staged_between_devices(const operand& dst, const operand& src, stream_handle stream, int device) {
+  const std::size_t bytes = static_cast<std::size_t>(src.size()) * src.dt.itemsize();
+  buffer host(bytes, memory_kind::pinned, -1, nullptr);
+  operand packed = src;
+  packed.data = static_cast<char*>(host.data());
+  packed.strides = c_strides(src.shape, src.dt.itemsize());
+  packed.kind = memory_kind::pinned;
+  packed.device = -1;
+  {
+    runtime::device_guard guard(src.device);
+    runtime::order_streams(stream, device, nullptr, src.device);  // earlier work on the copy's stream
+    if (src.ordered) runtime::order_streams(src.stream, src.device, nullptr, src.device);
+    ::arrayport::detail::strided_copy(packed.side(), src.side(), src.shape.data(), src.ndim(),
+                                      src.dt.itemsize(), nullptr, copy_kernel);
+    runtime::stream_synchronize(nullptr);
+  }
+  runtime::device_guard guard(dst.device);
+  if (dst.ordered) runtime::order_streams(dst.stream, dst.device, nullptr, dst.device);
+  ::arrayport::detail::strided_copy(dst.side(), packed.side(), dst.shape.data(), dst.ndim(),
+                                    dst.dt.itemsize(), nullptr, copy_kernel);
+  runtime::order_streams(nullptr, dst.device, stream, device);
+  runtime::stream_synchronize(nullptr);  // `host` is released when this returns
+}
+
 // Copies `src` into `dst` (equal shapes and dtypes, not overlapping) on `stream`, after the work
 // queued on either Array's stream; work queued on those streams afterwards comes after the copy
 // (a reader of `dst`, and the stream-ordered release of `src`'s memory). The GIL is released.
+// Between two GPUs the copy goes peer to peer where they can reach each other (peer access is
+// enabled once, on first use) and through pinned host memory otherwise.
 void copy_ordered(const operand& dst, const operand& src, stream_handle stream) {
   nb::gil_scoped_release release;
-  if (dst.ordered) runtime::order_streams(dst.stream, stream, -1);
-  if (src.ordered) runtime::order_streams(src.stream, stream, -1);
-  ::arrayport::detail::strided_copy(dst.side(), src.side(), dst.shape.data(), dst.ndim(), dst.dt.itemsize(),
-                       stream, copy_kernel);
-  if (dst.ordered) runtime::order_streams(stream, dst.stream, -1);
-  if (src.ordered) runtime::order_streams(stream, src.stream, -1);
+  const int device = copy_device(dst, src, stream);
+  runtime::device_guard guard(device);
+  if (dst.ordered) runtime::order_streams(dst.stream, stream_device_of(dst), stream, device);
+  if (src.ordered) runtime::order_streams(src.stream, stream_device_of(src), stream, device);
+  const bool across = ::arrayport::detail::is_gpu_memory(dst.kind) &&
+                      ::arrayport::detail::is_gpu_memory(src.kind) && dst.device != src.device;
+  bool reachable = true;
+  if (across) {
+    // The copy's device must reach both sides; the copy engines use the links either way.
+    for (int other : {dst.device, src.device})
+      if (other != device && !runtime::enable_peer_access(device, other)) reachable = false;
+    const int back = device == dst.device ? src.device : dst.device;
+    if (reachable) (void)runtime::enable_peer_access(back, device);
+  }
+  if (reachable) {
+    ::arrayport::detail::strided_copy(dst.side(), src.side(), dst.shape.data(), dst.ndim(),
+                                      dst.dt.itemsize(), stream, copy_kernel);
+  } else {
+    copy_staged_between_devices(dst, src, stream, device);
+  }
+  if (dst.ordered) runtime::order_streams(stream, device, dst.stream, stream_device_of(dst));
+  if (src.ordered) runtime::order_streams(stream, device, src.stream, stream_device_of(src));
   // A foreign buffer is released when the call returns; the GPU may still be reading memory it
   // can address directly (pinned or managed), so wait for this stream (not the device).
   if ((src.foreign && src.kind != memory_kind::host) || (dst.foreign && dst.kind != memory_kind::host))
@@ -293,10 +354,12 @@ void fill_operand(const operand& dst, const unsigned char* element, stream_handl
   const std::size_t itemsize = dst.dt.itemsize();
   if (c_contiguous) {
     nb::gil_scoped_release release;
-    if (dst.ordered) runtime::order_streams(dst.stream, stream, -1);
+    const int device = runtime::is_available() ? runtime::stream_device(stream, dst.device) : -1;
+    runtime::device_guard guard(device);
+    if (dst.ordered) runtime::order_streams(dst.stream, dst.device, stream, device);
     ::arrayport::detail::fill_pattern(dst.data, element, itemsize, static_cast<std::size_t>(dst.size()),
                          dst.kind, stream);
-    if (dst.ordered) runtime::order_streams(stream, dst.stream, -1);
+    if (dst.ordered) runtime::order_streams(stream, device, dst.stream, dst.device);
     return;
   }
   // A source of one element repeated with stride 0. strided_copy reads it before returning (the
@@ -397,8 +460,11 @@ void assign(const operand& dst, PyObject* value, stream_handle stream, const cha
 nb::object copy_to_new(PyObject* src_obj, const operand& src, dtype dt, memory_kind kind, int device,
                        stream_handle stream, nb::handle stream_obj, const char* what) {
   const std::size_t bytes = static_cast<std::size_t>(src.size()) * dt.itemsize();
-  nb::object out = make_owned_array(buffer(bytes, kind, device, stream), dt, src.shape,
-                                    stream_owner(stream_obj));
+  // The copy runs on `stream`; the new Array is ordered on a stream of its own device (`stream`
+  // itself, or that device's default stream, which copy_ordered orders after the copy).
+  const stream_handle ordered_on = array_stream(kind, device, stream, nb::none(), what);
+  nb::object out = make_owned_array(buffer(bytes, kind, device, ordered_on), dt, src.shape,
+                                    ordered_on == stream ? stream_owner(stream_obj) : nb::handle());
   operand dst = operand_of(as_array(out.ptr()));
   if (dt == src.dt) {
     copy_ordered(dst, src, stream);
@@ -439,6 +505,10 @@ PyObject* array_fill(PyObject* self, PyObject* value) {
     // On the array's own stream, as the creation functions that call this fill.
     if (is_c_contiguous(a->view)) {  // zeros() and friends come here: no operand to build
       nb::gil_scoped_release release;
+      const auto kind = static_cast<memory_kind>(a->view.memory_kind);
+      runtime::device_guard guard(::arrayport::detail::is_gpu_memory(kind)
+                                      ? runtime::stream_device(a->view.stream, a->view.device.device_id)
+                                      : -1);
       ::arrayport::detail::fill_pattern(a->view.data, element, dt.itemsize(),
                                         static_cast<std::size_t>(element_count(a->view)),
                                         static_cast<memory_kind>(a->view.memory_kind), a->view.stream);
@@ -556,7 +626,9 @@ PyObject* array_prefetch(PyObject* self, PyObject* args, PyObject* kwargs) {
     ::arrayport::detail::byte_span(op.side(), op.shape.data(), op.ndim(), op.dt.itemsize(), lo, hi);
     if (hi > lo) {
       nb::gil_scoped_release release;
-      runtime::order_streams(op.stream, s, -1);
+      const int device = runtime::stream_device(s, op.device);
+      runtime::device_guard guard(device);
+      runtime::order_streams(op.stream, op.device, s, device);
       runtime::mem_prefetch_async(reinterpret_cast<const void*>(lo), hi - lo, where, s);
     }
     return nb::none();

@@ -50,6 +50,13 @@ inline bool is_f_contiguous(const arrayport_view_t& v) noexcept {
   return true;
 }
 
+/// The CUDA device of an Array's device or managed memory, whose default stream a default-stream
+/// handle in the Array names; -1 for host kinds (the current device's).
+inline int array_device(const array_object* a) noexcept {
+  const auto kind = static_cast<memory_kind>(a->view.memory_kind);
+  return kind == memory_kind::device || kind == memory_kind::managed ? a->view.device.device_id : -1;
+}
+
 inline bool is_readonly(const array_object* a) noexcept {
   return (a->view.flags & ARRAYPORT_VIEW_READONLY) != 0;
 }
@@ -85,6 +92,13 @@ stream_handle parse_stream(nanobind::handle stream);
 /// `with` block's stream for None, nothing (a null handle) for an int handle, which its owner keeps.
 /// An Array holds it until its memory has been released on that stream.
 nanobind::handle stream_owner(nanobind::handle stream) noexcept;
+
+/// The stream a new Array of `kind` on `device` (-1: the current device) is ordered on: `stream`
+/// (parsed from `stream_obj`) when it belongs to that device, else the device's default stream
+/// (nullptr). An Array's stream always belongs to its memory's device. A stream given explicitly
+/// (`stream_obj` not None) for GPU memory of another device is a value_error naming `what`.
+stream_handle array_stream(memory_kind kind, int device, stream_handle stream,
+                           nanobind::handle stream_obj, const char* what);
 
 // Methods and slots of arrayport.Array implemented in array_copy.cpp.
 PyObject* array_get(PyObject* self, PyObject* args, PyObject* kwargs);

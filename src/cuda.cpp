@@ -123,6 +123,10 @@ int borrowed_device(nb::handle obj, const char* what) {
 struct device_entry {
   int entered;
   int previous;
+  // Entering another device than the current stream's makes that device's default stream current
+  // (a stream cannot run work of another device); leaving restores the stream.
+  bool stream_swapped;
+  current_stream_state previous_stream;
 };
 thread_local std::vector<device_entry> t_device_stack;
 
@@ -507,7 +511,10 @@ void register_cuda(nb::module_& parent) {
           [](py_device& d) {
             int previous = runtime::get_device();
             runtime::set_device(d.index);
-            t_device_stack.push_back({d.index, previous});
+            const current_stream_state cur = current_stream();
+            const bool swap = cur.device >= 0 && cur.device != d.index;
+            t_device_stack.push_back(
+                {d.index, previous, swap, swap ? exchange_current_stream({nullptr, -1}) : cur});
             return nb::find(d);
           },
           nb::sig("def __enter__(self) -> Device"))
@@ -518,9 +525,10 @@ void register_cuda(nb::module_& parent) {
               throw std::runtime_error(
                   "Device.__exit__: this device is not the innermost one entered on this thread "
                   "('with' blocks of devices must nest and enter and exit on the same thread)");
-            int previous = t_device_stack.back().previous;
+            const device_entry e = t_device_stack.back();
             t_device_stack.pop_back();
-            runtime::set_device(previous);
+            if (e.stream_swapped) exchange_current_stream(e.previous_stream);
+            runtime::set_device(e.previous);
           },
           "exc_type"_a.none(), "exc"_a.none(), "tb"_a.none(),
           nb::sig("def __exit__(self, exc_type: object, exc: object, tb: object) -> None"))

@@ -2,6 +2,7 @@
 #include "dlpack_export.hpp"
 
 #include "array.hpp"
+#include "array_internal.hpp"
 #include "errors.hpp"
 
 #include <arrayport/c/dlpack.h>
@@ -91,17 +92,10 @@ void stream_handshake(array_object* a, PyObject* stream) {
     if (s < -1) buffer_error("__dlpack__: stream must be -1, None or a stream handle, got " + std::to_string(s));
     consumer = s == 1 ? nullptr : reinterpret_cast<stream_handle>(static_cast<std::uintptr_t>(s));
   }
-  stream_handle producer = a->view.stream;
-  if (producer == consumer) return;
-  event_handle e = runtime::event_create(false, false);
-  try {
-    runtime::event_record(e, producer);
-    runtime::stream_wait_event(consumer, e);
-  } catch (...) {
-    runtime::event_destroy(e);
-    throw;
-  }
-  runtime::event_destroy(e);  // the wait is enqueued; CUDA releases the event after it
+  // The array's default-stream handle is its own device's; the consumer's stream belongs to the
+  // device __dlpack_device__ named, the array's.
+  const int device = array_device(a);
+  runtime::order_streams(a->view.stream, device, consumer, device);
 }
 
 bool same_device(const arrayport_device_t& a, int type, int id) {
@@ -153,7 +147,7 @@ PyObject* export_impl(PyObject* self, PyObject* args, PyObject* kwargs) {
                  "(unversioned) DLPack ABI, which has no read-only flag; pass max_version=(1, 0)");
 
   if (device.device_type == ARRAYPORT_DEVICE_CPU && a->view.memory_kind != ARRAYPORT_MEMORY_HOST) {
-    runtime::stream_synchronize(a->view.stream);  // a CPU consumer reads it now
+    runtime::stream_synchronize(a->view.stream, array_device(a));  // a CPU consumer reads it now
   } else {
     stream_handshake(a, stream);
   }

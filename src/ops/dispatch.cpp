@@ -143,6 +143,19 @@ placement place(const char* op_name, const std::vector<const ops_arg*>& arrays) 
   }
   p.device = device_arg ? device_arg->view.device().device_id : -1;
   p.on_gpu = any_device_only || (!host_arg && any_cuda && runtime::is_available());
+  if (p.on_gpu && p.device >= 0) {
+    // The op runs on the current stream with its arguments' device current: a stream of another
+    // device cannot run it.
+    const ext::current_stream_state s = ext::current_stream();
+    const int stream_device = s.device >= 0 ? s.device : runtime::stream_device(s.handle, p.device);
+    if (stream_device != p.device)
+      throw value_error(std::string(op_name) + ": the arguments are on device " +
+                        std::to_string(p.device) + ", but the current stream belongs to device " +
+                        std::to_string(stream_device) + "; use a stream of device " +
+                        std::to_string(p.device) + " (e.g. `with arrayport.cuda.Device(" +
+                        std::to_string(p.device) + "):`) or copy the arguments with .to(device=" +
+                        std::to_string(stream_device) + ")");
+  }
   if (any_device_only) p.out_kind = memory_kind::device;
   else if (!arrays.empty()) p.out_kind = arrays.front()->view.kind();
   return p;

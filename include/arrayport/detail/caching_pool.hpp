@@ -48,7 +48,7 @@ class caching_pool {
         for (std::size_t i = bin.size(); i-- > 0;) {
           if (bin[i].ready && !runtime::event_query(bin[i].ready)) continue;
           void* p = bin[i].ptr;
-          if (bin[i].ready) m_spare_events.push_back(bin[i].ready);
+          if (bin[i].ready) m_spare_events[bin[i].event_device].push_back(bin[i].ready);
           bin.erase(bin.begin() + static_cast<std::ptrdiff_t>(i));
           m_cached_bytes -= size;
           return p;
@@ -63,21 +63,30 @@ class caching_pool {
     }
   }
 
-  void deallocate(void* p, std::size_t bytes, stream_handle stream) noexcept {
+  /// `device`: the device of the memory (-1 for pinned), whose default stream a default-stream
+  /// handle names.
+  void deallocate(void* p, std::size_t bytes, stream_handle stream, int device) noexcept {
     if (!p) return;
     const std::size_t size = size_class(bytes);
     std::lock_guard<std::mutex> lock(m_mutex);
     event_handle ready = nullptr;
+    int event_device = -1;
     try {
-      if (!runtime::is_available()) {
-        // No device: no queued work can touch the block, so it is reusable at once.
-      } else if (m_spare_events.empty()) {
-        ready = runtime::event_create(false, false);
-      } else {
-        ready = m_spare_events.back();
-        m_spare_events.pop_back();
+      if (runtime::is_available()) {
+        // An event is recorded on a stream of its own device: the stream's, or for a default
+        // stream the memory's (pinned memory: the current device's).
+        event_device = runtime::stream_device(stream, device >= 0 ? device : runtime::get_device());
+        runtime::device_guard guard(event_device);
+        auto& spare = m_spare_events[event_device];
+        if (spare.empty()) {
+          ready = runtime::event_create(false, false);
+        } else {
+          ready = spare.back();
+          spare.pop_back();
+        }
+        runtime::event_record(ready, stream);
       }
-      if (ready) runtime::event_record(ready, stream);
+      // No device: no queued work can touch the block, so it is reusable at once.
     } catch (...) {
       // The context is unusable (or the stream is gone): nothing can be pending on the block,
       // but nothing can be recorded either. Hand it back to the driver instead of caching it.
@@ -85,7 +94,7 @@ class caching_pool {
       m_free(p);
       return;
     }
-    m_bins[size].push_back(block{p, ready});
+    m_bins[size].push_back(block{p, ready, event_device});
     m_cached_bytes += size;
   }
 
@@ -110,7 +119,8 @@ class caching_pool {
       }
       bin = std::move(keep);
     }
-    for (event_handle e : m_spare_events) runtime::event_destroy(e);
+    for (auto& [device, events] : m_spare_events)
+      for (event_handle e : events) runtime::event_destroy(e);
     m_spare_events.clear();
   }
 
@@ -123,13 +133,14 @@ class caching_pool {
   struct block {
     void* ptr;
     event_handle ready;  // completes when the work queued before the release has completed
+    int event_device;    // the device `ready` was created on
   };
 
   allocate_fn m_allocate;
   free_fn m_free;
   mutable std::mutex m_mutex;
   std::unordered_map<std::size_t, std::vector<block>> m_bins;
-  std::vector<event_handle> m_spare_events;
+  std::unordered_map<int, std::vector<event_handle>> m_spare_events;  // by device
   std::size_t m_cached_bytes = 0;
 };
 
