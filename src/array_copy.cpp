@@ -186,21 +186,29 @@ void copy_ordered(const operand& dst, const operand& src, stream_handle stream) 
   runtime::device_guard guard(device);
   if (dst.ordered) runtime::order_streams(dst.stream, stream_device_of(dst), stream, device);
   if (src.ordered) runtime::order_streams(src.stream, stream_device_of(src), stream, device);
+  // The copy's device must reach every side in GPU memory: its own, or a peer's it has access to.
   const bool across = ::arrayport::detail::is_gpu_memory(dst.kind) &&
                       ::arrayport::detail::is_gpu_memory(src.kind) && dst.device != src.device;
-  bool reachable = true;
-  if (across) {
-    // The copy's device must reach both sides; the copy engines use the links either way.
-    for (int other : {dst.device, src.device})
-      if (other != device && !runtime::enable_peer_access(device, other)) reachable = false;
-    const int back = device == dst.device ? src.device : dst.device;
-    if (reachable) (void)runtime::enable_peer_access(back, device);
-  }
-  if (reachable) {
+  int elsewhere = -1;  // a GPU side the copy's device cannot reach
+  for (const operand* side : {&dst, &src})
+    if (::arrayport::detail::is_gpu_memory(side->kind) && device >= 0 && side->device != device &&
+        !runtime::enable_peer_access(device, side->device))
+      elsewhere = side->device;
+  if (elsewhere < 0) {
     ::arrayport::detail::strided_copy(dst.side(), src.side(), dst.shape.data(), dst.ndim(),
                                       dst.dt.itemsize(), stream, copy_kernel);
-  } else {
+  } else if (across) {
     copy_staged_between_devices(dst, src, stream, device);
+  } else {
+    // One GPU side, on another device than the stream's, out of its reach: the copy runs on that
+    // device's default stream, ordered after `stream` and before it again.
+    runtime::order_streams(stream, device, nullptr, elsewhere);
+    {
+      runtime::device_guard on(elsewhere);
+      ::arrayport::detail::strided_copy(dst.side(), src.side(), dst.shape.data(), dst.ndim(),
+                                        dst.dt.itemsize(), nullptr, copy_kernel);
+    }
+    runtime::order_streams(nullptr, elsewhere, stream, device);
   }
   if (dst.ordered) runtime::order_streams(stream, device, dst.stream, stream_device_of(dst));
   if (src.ordered) runtime::order_streams(stream, device, src.stream, stream_device_of(src));
@@ -325,7 +333,7 @@ nb::object to_numpy(array_object* a, stream_handle stream) {
   copy_ordered(dst, operand_of(a), stream);
   {
     nb::gil_scoped_release release;
-    runtime::stream_synchronize(stream);  // the caller reads it on return; this stream only
+    runtime::stream_synchronize(stream, array_device(a));  // the caller reads it on return; this stream only
   }
   return out;
 }
@@ -680,7 +688,7 @@ std::vector<unsigned char> leading_elements(array_object* a, std::int64_t count)
   std::vector<std::int64_t> index(static_cast<std::size_t>(ndim), 0);
   const auto kind = static_cast<memory_kind>(a->view.memory_kind);
   nb::gil_scoped_release release;
-  if (is_host_accessible(kind)) runtime::stream_synchronize(a->view.stream);
+  if (is_host_accessible(kind)) runtime::stream_synchronize(a->view.stream, array_device(a));
   for (std::int64_t i = 0; i < count; ++i) {
     std::int64_t offset = 0;
     for (int k = 0; k < ndim; ++k) offset += index[static_cast<std::size_t>(k)] * a->view.strides[k];
@@ -693,7 +701,7 @@ std::vector<unsigned char> leading_elements(array_object* a, std::int64_t count)
       index[static_cast<std::size_t>(k)] = 0;
     }
   }
-  if (!is_host_accessible(kind)) runtime::stream_synchronize(a->view.stream);
+  if (!is_host_accessible(kind)) runtime::stream_synchronize(a->view.stream, array_device(a));
   return head;
 }
 

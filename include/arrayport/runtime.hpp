@@ -794,6 +794,12 @@ inline bool enable_peer_access(int device, int peer) {
     } else {
       ARRAYPORT_CUDA_CHECK(status);
     }
+    // Stream-ordered (pool) memory is not covered by peer access: the pool grants it itself.
+    cudaMemAccessDesc access{};
+    access.location.type = cudaMemLocationTypeDevice;
+    access.location.id = device;
+    access.flags = cudaMemAccessFlagsProtReadWrite;
+    ARRAYPORT_CUDA_CHECK(cudaMemPoolSetAccess(static_cast<cudaMemPool_t>(default_pool(peer)), &access, 1));
   }
   state[device][peer].store(ok ? 1 : 2, std::memory_order_release);
   return ok;

@@ -250,7 +250,7 @@ void launch(ew_call& call, const placement& where) {
 #endif
   }
   // The CPU reads memory the GPU may still be writing (managed/pinned inputs): wait for it.
-  if (runtime::is_available()) runtime::stream_synchronize(ext::current_stream().handle);
+  if (runtime::is_available()) runtime::stream_synchronize(ext::current_stream().handle, where.device);
   cpu::elementwise_table[std::size_t(op)][std::size_t(t)](call);
 }
 
@@ -301,7 +301,7 @@ void launch(reduce_call& call, const placement& where) {
     runtime::require_device("arrayport.ops on device memory");
 #endif
   }
-  if (runtime::is_available()) runtime::stream_synchronize(ext::current_stream().handle);
+  if (runtime::is_available()) runtime::stream_synchronize(ext::current_stream().handle, where.device);
   cpu::reduce_table[std::size_t(op)][std::size_t(t)](call);
 }
 
