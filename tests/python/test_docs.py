@@ -4,7 +4,8 @@
 - A block whose fence is directly preceded by an HTML comment takes its markers from it:
     <!-- gpu -->                    runs only on a machine with a CUDA device (skipped elsewhere);
     <!-- needs: examples/STYLE -->  runs after examples/STYLE was built (as tests/python/test_examples.py
-                                    builds it) into PROJECT/build, from PROJECT, with build/ on sys.path;
+                                    builds it) into PROJECT/build, from PROJECT, with build/ and
+                                    examples/STYLE on sys.path;
     <!-- file: PATH -->             the block is PATH, or a contiguous run of PATH's lines, verbatim.
 - Every C, C++, CMake, Cython and SWIG block in docs/ carries a `file:` marker: it is a piece of a
   file that the tests build (the README's C++ example is compiled by test_readme.py).
@@ -96,6 +97,7 @@ def run_block(b: Block, namespace: dict, example_build, monkeypatch) -> None:
     if b.needs:
         build = example_build(_example_style(b.needs))
         cwd = build.parent
+        monkeypatch.syspath_prepend(str(REPO / b.needs))  # the example's own Python modules (ctypes)
         monkeypatch.syspath_prepend(str(build))
     if b.file:
         namespace.setdefault("__file__", str(REPO / b.file))
