@@ -716,16 +716,23 @@ std::vector<std::int64_t> parse_shape(nb::handle shape) {
 
 }  // namespace
 
-dtype parse_dtype(nb::handle d) {
-  if (d.is_none()) return dtypes::float64;
+namespace {
+
+dtype parse_dtype_unprefixed(nb::handle d) {
   if (PyUnicode_Check(d.ptr())) {
     std::string name = nb::cast<std::string>(d);
     try {
       return parse_dtype_name(name);
     } catch (const type_error&) {
-      return parse_typestr(name.size() > 0 && (name[0] == '<' || name[0] == '|' || name[0] == '=')
-                               ? name
-                               : "<" + name);  // 'f4', 'i8', ... as NumPy spells them
+    }
+    // A typestr: '<f4', '|b1', or 'f4', 'i8', ... as NumPy spells them without a byte order.
+    const bool ordered = !name.empty() && std::strchr("<>|=", name[0]) != nullptr;
+    try {
+      return parse_typestr(ordered ? name : "<" + name);
+    } catch (const type_error&) {
+      throw type_error("dtype: unsupported dtype '" + name + "': expected a name (" +
+                       std::string(arrayport::detail::supported_dtype_names) +
+                       ") or a typestr such as '<f4' or 'f4'");
     }
   }
   if (d.ptr() == reinterpret_cast<PyObject*>(&PyFloat_Type)) return dtypes::float64;
@@ -738,6 +745,25 @@ dtype parse_dtype(nb::handle d) {
     return parse_dtype_name(nb::cast<std::string>(d.attr("__name__")));
   throw type_error("dtype: expected a dtype name, a NumPy dtype or a Python number type, got " +
                    std::string(Py_TYPE(d.ptr())->tp_name));
+}
+
+// Every message names the argument: "dtype: ...".
+std::string dtype_message(const char* what) {
+  const std::string m = what;
+  return m.rfind("dtype: ", 0) == 0 ? m : "dtype: " + m;
+}
+
+}  // namespace
+
+dtype parse_dtype(nb::handle d) {
+  if (d.is_none()) return dtypes::float64;
+  try {
+    return parse_dtype_unprefixed(d);
+  } catch (const type_error& e) {
+    throw type_error(dtype_message(e.what()));
+  } catch (const value_error& e) {
+    throw value_error(dtype_message(e.what()));
+  }
 }
 
 memory_kind parse_memory(const std::optional<std::string>& memory) {

@@ -5,6 +5,7 @@
 #include "python.hpp"
 
 #include "../array.hpp"
+#include "../array_internal.hpp"
 #include "../cuda.hpp"
 #include "../current_stream.hpp"
 #include "../scalars.hpp"
@@ -107,25 +108,18 @@ std::string shape_str(const std::int64_t* s, int n) {
   return r + ")";
 }
 
+// astype's dtype=, read as arrayport.empty reads it, with messages that name the function.
 dtype parse_ops_dtype(nb::handle d) {
-  if (PyUnicode_Check(d.ptr())) {
-    const std::string name = nb::cast<std::string>(d);
-    try {
-      return parse_dtype_name(name);
-    } catch (const type_error&) {
-      return parse_typestr(name.size() > 0 && (name[0] == '<' || name[0] == '|' || name[0] == '=')
-                               ? name : "<" + name);
-    }
+  if (d.is_none())
+    throw type_error("astype: dtype: expected a dtype name, a NumPy dtype or a Python number "
+                     "type, got None");
+  try {
+    return parse_dtype(d);
+  } catch (const type_error& e) {
+    throw type_error(std::string("astype: ") + e.what());
+  } catch (const value_error& e) {
+    throw value_error(std::string("astype: ") + e.what());
   }
-  if (d.ptr() == reinterpret_cast<PyObject*>(&PyFloat_Type)) return dtypes::float64;
-  if (d.ptr() == reinterpret_cast<PyObject*>(&PyLong_Type)) return dtypes::int64;
-  if (d.ptr() == reinterpret_cast<PyObject*>(&PyBool_Type)) return dtypes::bool_;
-  if (d.ptr() == reinterpret_cast<PyObject*>(&PyComplex_Type)) return dtypes::complex128;
-  if (nb::hasattr(d, "str") && nb::hasattr(d, "kind"))
-    return parse_typestr(nb::cast<std::string>(d.attr("str")));
-  if (nb::hasattr(d, "__name__")) return parse_dtype_name(nb::cast<std::string>(d.attr("__name__")));
-  throw type_error("dtype: expected a dtype name, a NumPy dtype or a Python number type, got " +
-                   std::string(Py_TYPE(d.ptr())->tp_name));
 }
 
 // A freshly allocated C-contiguous output and its view.

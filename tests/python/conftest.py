@@ -41,6 +41,47 @@ def cmake_build(source: Path, build: Path, *extra: str) -> subprocess.CompletedP
     return result
 
 
+def _tool_dir(module: str, flag: str) -> str | None:
+    result = subprocess.run([sys.executable, "-m", module, flag], capture_output=True, text=True)
+    return result.stdout.strip() if result.returncode == 0 else None
+
+
+def example_requirements(style: str) -> list[str]:
+    """The extra -D flags examples/<style> needs; skips (saying why) when its tool is not installed."""
+    if style == "nanobind":
+        d = _tool_dir("nanobind", "--cmake_dir")
+        if not d:
+            pytest.skip("nanobind is not installed")
+        return [f"-Dnanobind_DIR={d}"]
+    if style == "pybind11":
+        d = _tool_dir("pybind11", "--cmakedir")
+        if not d:
+            pytest.skip("pybind11 is not installed")
+        return [f"-Dpybind11_DIR={d}"]
+    if style == "cython" and not (shutil.which("cython", path=str(Path(sys.executable).parent)) or shutil.which("cython")):
+        pytest.skip("Cython is not installed")
+    if style == "swig" and not (shutil.which("swig", path=str(Path(sys.executable).parent)) or shutil.which("swig")):
+        pytest.skip("SWIG is not installed (pip install swig)")
+    return []
+
+
+@pytest.fixture(scope="session")
+def example_build(tmp_path_factory):
+    """build(style) -> the build directory of examples/<style>, built once per session, out of tree,
+    into <tmp>/<style>/build (so that its parent is the project directory a reader would be in)."""
+    built: dict[str, Path] = {}
+
+    def build(style: str) -> Path:
+        if style not in built:
+            extra = example_requirements(style)
+            build_dir = tmp_path_factory.mktemp(f"example-{style}") / "build"
+            cmake_build(REPO / "examples" / style, build_dir, f"-DPython_EXECUTABLE={sys.executable}", *extra)
+            built[style] = build_dir
+        return built[style]
+
+    return build
+
+
 def pytest_terminal_summary(terminalreporter):
     """Shows the GoogleTest counts of the C++ executables in the pytest summary (and CI's log)."""
     import test_cpp_suite

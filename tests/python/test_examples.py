@@ -5,52 +5,23 @@ machine, CuPy and PyTorch arrays. The one kernel scales x in place by f."""
 from __future__ import annotations
 
 import importlib
-import shutil
-import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import arrayport as ap
-from conftest import HAS_GPU, REPO, cmake_build, needs_gpu
+from conftest import REPO, needs_gpu
 from dlpack_ctypes import Producer
 
 STYLES = ["nanobind", "pybind11", "capi", "ctypes", "cython", "swig"]
 
 
-def _tool_dir(module: str, flag: str) -> str | None:
-    result = subprocess.run([sys.executable, "-m", module, flag], capture_output=True, text=True)
-    return result.stdout.strip() if result.returncode == 0 else None
-
-
-def _requirements(style: str) -> list[str]:
-    """The extra -D flags a style needs; skips (saying why) when its tool is not installed."""
-    if style == "nanobind":
-        d = _tool_dir("nanobind", "--cmake_dir")
-        if not d:
-            pytest.skip("nanobind is not installed")
-        return [f"-Dnanobind_DIR={d}"]
-    if style == "pybind11":
-        d = _tool_dir("pybind11", "--cmakedir")
-        if not d:
-            pytest.skip("pybind11 is not installed")
-        return [f"-Dpybind11_DIR={d}"]
-    if style == "cython" and not (shutil.which("cython", path=str(Path(sys.executable).parent)) or shutil.which("cython")):
-        pytest.skip("Cython is not installed")
-    if style == "swig" and not (shutil.which("swig", path=str(Path(sys.executable).parent)) or shutil.which("swig")):
-        pytest.skip("SWIG is not installed (pip install swig)")
-    return []
-
-
 @pytest.fixture(scope="module", params=STYLES)
-def scale(request, tmp_path_factory):
-    """The example's scale(x, f), built out of tree."""
+def scale(request, example_build):
+    """The example's scale(x, f), built out of tree (once per session: the docs' tests share it)."""
     style = request.param
-    extra = _requirements(style)
-    build = tmp_path_factory.mktemp(f"example-{style}")
-    cmake_build(REPO / "examples" / style, build, f"-DPython_EXECUTABLE={sys.executable}", *extra)
+    build = example_build(style)
     sys.path.insert(0, str(build))
     try:
         if style == "ctypes":
