@@ -3,6 +3,7 @@
 - A ```python block is executed (each in a fresh namespace, from the repository root).
 - A block whose fence is directly preceded by an HTML comment takes its markers from it:
     <!-- gpu -->                    runs only on a machine with a CUDA device (skipped elsewhere);
+    <!-- gpus: N -->                runs only on a machine with N CUDA devices or more;
     <!-- needs: examples/STYLE -->  runs after examples/STYLE was built (as tests/python/test_examples.py
                                     builds it) into PROJECT/build, from PROJECT, with build/ and
                                     examples/STYLE on sys.path;
@@ -42,6 +43,7 @@ class Block:
     lang: str
     code: str
     gpu: bool = False
+    gpus: int = 0
     needs: str | None = None
     file: str | None = None
     markers: list[str] = field(default_factory=list)
@@ -65,6 +67,9 @@ def blocks_of(page: Path) -> list[Block]:
         if marker:
             t = marker.group("text")
             b.gpu = re.search(r"\bgpu\b", t) is not None
+            if g := re.search(r"gpus:\s*(\d+)", t):
+                b.gpus = int(g.group(1))
+                b.gpu = True
             if n := re.search(r"needs:\s*(\S+)", t):
                 b.needs = n.group(1)
             if f := re.search(r"file:\s*(\S+)", t):
@@ -93,6 +98,9 @@ def run_block(b: Block, namespace: dict, example_build, monkeypatch) -> None:
     markers ask for."""
     if b.gpu and not HAS_GPU:
         pytest.skip(f"{b.where} is marked <!-- gpu -->: {arrayport.runtime_info()['reason']}")
+    if b.gpus and arrayport.cuda.device_count() < b.gpus:
+        pytest.skip(f"{b.where} needs {b.gpus} CUDA devices, this machine has "
+                    f"{arrayport.cuda.device_count()}")
     cwd = REPO
     if b.needs:
         build = example_build(_example_style(b.needs))
