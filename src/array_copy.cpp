@@ -6,6 +6,7 @@
 #include "consume.hpp"
 #include "current_stream.hpp"
 #include "errors.hpp"
+#include "gil.hpp"
 #include "scalars.hpp"
 #include "strided_copy.hpp"
 
@@ -136,7 +137,7 @@ class held_buffer {
 // queued on either Array's stream; work queued on those streams afterwards comes after the copy
 // (a reader of `dst`, and the stream-ordered release of `src`'s memory). The GIL is released.
 void copy_ordered(const operand& dst, const operand& src, stream_handle stream) {
-  nb::gil_scoped_release release;
+  gil_release release;
   if (dst.ordered) runtime::order_streams(dst.stream, stream, -1);
   if (src.ordered) runtime::order_streams(src.stream, stream, -1);
   ::arrayport::detail::strided_copy(dst.side(), src.side(), dst.shape.data(), dst.ndim(), dst.dt.itemsize(),
@@ -263,7 +264,7 @@ nb::object to_numpy(array_object* a, stream_handle stream) {
   operand dst = target.to_operand("get()");
   copy_ordered(dst, operand_of(a), stream);
   {
-    nb::gil_scoped_release release;
+    gil_release release;
     runtime::stream_synchronize(stream);  // the caller reads it on return; this stream only
   }
   return out;
@@ -292,7 +293,7 @@ void fill_operand(const operand& dst, const unsigned char* element, stream_handl
                   bool c_contiguous) {
   const std::size_t itemsize = dst.dt.itemsize();
   if (c_contiguous) {
-    nb::gil_scoped_release release;
+    gil_release release;
     if (dst.ordered) runtime::order_streams(dst.stream, stream, -1);
     ::arrayport::detail::fill_pattern(dst.data, element, itemsize, static_cast<std::size_t>(dst.size()),
                          dst.kind, stream);
@@ -438,7 +439,7 @@ PyObject* array_fill(PyObject* self, PyObject* value) {
     scalar_to_bytes(value, dt, element);
     // On the array's own stream, as the creation functions that call this fill.
     if (is_c_contiguous(a->view)) {  // zeros() and friends come here: no operand to build
-      nb::gil_scoped_release release;
+      gil_release release;
       ::arrayport::detail::fill_pattern(a->view.data, element, dt.itemsize(),
                                         static_cast<std::size_t>(element_count(a->view)),
                                         static_cast<memory_kind>(a->view.memory_kind), a->view.stream);
@@ -555,7 +556,7 @@ PyObject* array_prefetch(PyObject* self, PyObject* args, PyObject* kwargs) {
     std::uintptr_t lo, hi;
     ::arrayport::detail::byte_span(op.side(), op.shape.data(), op.ndim(), op.dt.itemsize(), lo, hi);
     if (hi > lo) {
-      nb::gil_scoped_release release;
+      gil_release release;
       runtime::order_streams(op.stream, s, -1);
       runtime::mem_prefetch_async(reinterpret_cast<const void*>(lo), hi - lo, where, s);
     }
@@ -607,7 +608,7 @@ std::vector<unsigned char> leading_elements(array_object* a, std::int64_t count)
   const int ndim = a->view.ndim;
   std::vector<std::int64_t> index(static_cast<std::size_t>(ndim), 0);
   const auto kind = static_cast<memory_kind>(a->view.memory_kind);
-  nb::gil_scoped_release release;
+  gil_release release;
   if (is_host_accessible(kind)) runtime::stream_synchronize(a->view.stream);
   for (std::int64_t i = 0; i < count; ++i) {
     std::int64_t offset = 0;

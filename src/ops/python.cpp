@@ -7,6 +7,7 @@
 #include "../array.hpp"
 #include "../cuda.hpp"
 #include "../current_stream.hpp"
+#include "../gil.hpp"
 #include "../scalars.hpp"
 
 #include <arrayport/buffer.hpp>
@@ -97,7 +98,7 @@ void wait_before_release(const input_holder* hs, int n, const ops::placement& wh
   if (!where.on_gpu) return;
   for (int i = 0; i < n; ++i)
     if (hs[i].held) {
-      nb::gil_scoped_release unlocked;
+      gil_release unlocked;
       runtime::stream_synchronize(current_stream().handle);
       return;
     }
@@ -268,7 +269,7 @@ nb::object elementwise(ops::op_id op, const char* op_name, const nb::handle* obj
                                             n > 2 ? &args[2] : nullptr};
   ops::build_layout(call, out_view, shape, inputs, arg_types);
   if (release_gil(where, call.size)) {
-    nb::gil_scoped_release unlocked;
+    gil_release unlocked;
     ops::launch(call, where);
   } else {
     ops::launch(call, where);
@@ -314,7 +315,7 @@ nb::object finish_reduce(ops::reduce_call& call, const char* op_name, const ops:
   allocate_output(result, op_name, out_dt, shape, where);
   call.out = static_cast<char*>(result.storage.data());
   if (release_gil(where, call.n_out * call.len)) {
-    nb::gil_scoped_release unlocked;
+    gil_release unlocked;
     ops::launch(call, where);
   } else {
     ops::launch(call, where);
