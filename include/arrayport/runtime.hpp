@@ -72,9 +72,6 @@ inline cudaEvent_t to_cuda_event(event_handle e) noexcept { return static_cast<c
 #endif  // ARRAYPORT_HAS_CUDA
 
 // ---------------------------------------------------------------------------------------------
-// Availability
-
-// ---------------------------------------------------------------------------------------------
 // fork(): a child of a process that has initialised the CUDA driver cannot use CUDA (the driver's
 // state does not survive fork(); its calls fail or hang). The probe notes when it initialised the
 // driver, and a pthread_atfork handler marks the child of such a process. There arrayport behaves
@@ -135,6 +132,9 @@ inline void check_not_forked(const char* what) {
   throw cuda_error(3, "cudaErrorInitializationError", detail::forked_reason(), what, __FILE__,
                    __LINE__);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Availability
 
 /// Probes the driver and devices once (thread-safe); later calls return the cached answer. In a
 /// fork() child of a process that had initialised CUDA, the answer is "no device" and says why.
