@@ -6,6 +6,7 @@
 #include "consume.hpp"
 #include "current_stream.hpp"
 #include "errors.hpp"
+#include "gil.hpp"
 #include "scalars.hpp"
 #include "strided_copy.hpp"
 
@@ -181,7 +182,7 @@ void copy_staged_between_devices(const operand& dst, const operand& src, stream_
 // Between two GPUs the copy goes peer to peer where they can reach each other (peer access is
 // enabled once, on first use) and through pinned host memory otherwise.
 void copy_ordered(const operand& dst, const operand& src, stream_handle stream) {
-  nb::gil_scoped_release release;
+  gil_release release;
   const int device = copy_device(dst, src, stream);
   runtime::device_guard guard(device);
   if (dst.ordered) runtime::order_streams(dst.stream, stream_device_of(dst), stream, device);
@@ -332,7 +333,7 @@ nb::object to_numpy(array_object* a, stream_handle stream) {
   operand dst = target.to_operand("get()");
   copy_ordered(dst, operand_of(a), stream);
   {
-    nb::gil_scoped_release release;
+    gil_release release;
     runtime::stream_synchronize(stream, array_device(a));  // the caller reads it on return; this stream only
   }
   return out;
@@ -361,7 +362,7 @@ void fill_operand(const operand& dst, const unsigned char* element, stream_handl
                   bool c_contiguous) {
   const std::size_t itemsize = dst.dt.itemsize();
   if (c_contiguous) {
-    nb::gil_scoped_release release;
+    gil_release release;
     const int device = runtime::is_available() ? runtime::stream_device(stream, dst.device) : -1;
     runtime::device_guard guard(device);
     if (dst.ordered) runtime::order_streams(dst.stream, dst.device, stream, device);
@@ -512,7 +513,7 @@ PyObject* array_fill(PyObject* self, PyObject* value) {
     scalar_to_bytes(value, dt, element);
     // On the array's own stream, as the creation functions that call this fill.
     if (is_c_contiguous(a->view)) {  // zeros() and friends come here: no operand to build
-      nb::gil_scoped_release release;
+      gil_release release;
       const auto kind = static_cast<memory_kind>(a->view.memory_kind);
       runtime::device_guard guard(::arrayport::detail::is_gpu_memory(kind)
                                       ? runtime::stream_device(a->view.stream, a->view.device.device_id)
@@ -633,7 +634,7 @@ PyObject* array_prefetch(PyObject* self, PyObject* args, PyObject* kwargs) {
     std::uintptr_t lo, hi;
     ::arrayport::detail::byte_span(op.side(), op.shape.data(), op.ndim(), op.dt.itemsize(), lo, hi);
     if (hi > lo) {
-      nb::gil_scoped_release release;
+      gil_release release;
       const int device = runtime::stream_device(s, op.device);
       runtime::device_guard guard(device);
       runtime::order_streams(op.stream, op.device, s, device);
@@ -687,7 +688,7 @@ std::vector<unsigned char> leading_elements(array_object* a, std::int64_t count)
   const int ndim = a->view.ndim;
   std::vector<std::int64_t> index(static_cast<std::size_t>(ndim), 0);
   const auto kind = static_cast<memory_kind>(a->view.memory_kind);
-  nb::gil_scoped_release release;
+  gil_release release;
   if (is_host_accessible(kind)) runtime::stream_synchronize(a->view.stream, array_device(a));
   for (std::int64_t i = 0; i < count; ++i) {
     std::int64_t offset = 0;

@@ -6,6 +6,7 @@
 #include "cuda.hpp"
 
 #include "current_stream.hpp"
+#include "gil.hpp"
 
 #include <arrayport/device.hpp>
 #include <arrayport/error.hpp>
@@ -436,7 +437,7 @@ void register_cuda(nb::module_& parent) {
         runtime::require_device("synchronize");
         runtime::device_synchronize();
       },
-      nb::call_guard<nb::gil_scoped_release>(),
+      nb::call_guard<gil_release>(),
       "Waits for all work on the current device, on every stream (releases the GIL). "
       "NoDeviceError without a device.");
   m.def("runtime_version", &runtime::runtime_version,
@@ -503,7 +504,7 @@ void register_cuda(nb::module_& parent) {
             runtime::device_guard guard(d.index);
             runtime::device_synchronize();
           },
-          nb::call_guard<nb::gil_scoped_release>(),
+          nb::call_guard<gil_release>(),
           "Waits for all work on this device, on every stream (releases the GIL). The current "
           "device is unchanged afterwards.")
       .def(
@@ -563,7 +564,7 @@ void register_cuda(nb::module_& parent) {
           "(current_stream()); anything Stream.adopt takes is accepted.")
       .def(
           "synchronize", [](const py_event& e) { e.event.synchronize(); },
-          nb::call_guard<nb::gil_scoped_release>(),
+          nb::call_guard<gil_release>(),
           "Waits until the work captured by the last record() has completed (releases the GIL). "
           "Returns at once for an event never recorded.")
       .def(
@@ -656,7 +657,7 @@ void register_cuda(nb::module_& parent) {
             runtime::device_guard guard(s.device());
             s.stream.synchronize();
           },
-          nb::call_guard<nb::gil_scoped_release>(),
+          nb::call_guard<gil_release>(),
           "Waits until all work queued so far on this stream has completed (releases the GIL). "
           "A no-op without a device.")
       .def(

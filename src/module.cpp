@@ -8,6 +8,7 @@
 
 #include <arrayport/error.hpp>
 #include <arrayport/memory_resource.hpp>
+#include <arrayport/runtime.hpp>
 #include <arrayport/version.h>
 
 #include <nanobind/nanobind.h>
@@ -34,6 +35,14 @@ NB_MODULE(_core, m) {
   m.def("devices", &arrayport::ext::devices, "Properties and memory of every CUDA device.");
   m.def("release_cached_memory", &arrayport::release_cached_memory,
         "Return the memory cached by arrayport's pools to the system.");
+
+  // fork(): whether this process is the child of one that had initialised CUDA, and a test hook
+  // that records "CUDA initialised" without a GPU, so that a CPU-only build can show what such a
+  // child does (tests/python/test_faults.py).
+  m.def("_forked_after_cuda_init", &arrayport::runtime::forked_after_cuda_init);
+  m.def("_simulate_cuda_initialised", &arrayport::runtime::detail::note_cuda_initialised,
+        "Test hook: make fork() children of this process behave as children of a process that "
+        "initialised CUDA (it cannot be undone).");
 
   // Raises the Python exception that each C++ exception type maps to (tests the translation).
   m.def("_raise", [](const std::string& kind) {

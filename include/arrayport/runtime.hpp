@@ -22,6 +22,12 @@
 #if ARRAYPORT_HAS_CUDA
 #include <cuda_runtime_api.h>
 #endif
+#if defined(__unix__) || defined(__APPLE__)
+#include <pthread.h>
+#define ARRAYPORT_HAS_FORK 1
+#else
+#define ARRAYPORT_HAS_FORK 0
+#endif
 
 namespace arrayport::runtime {
 
@@ -67,16 +73,86 @@ inline cudaEvent_t to_cuda_event(event_handle e) noexcept { return static_cast<c
 #endif  // ARRAYPORT_HAS_CUDA
 
 // ---------------------------------------------------------------------------------------------
+// fork(): a child of a process that has initialised the CUDA driver cannot use CUDA (the driver's
+// state does not survive fork(); its calls fail or hang). The probe notes when it initialised the
+// driver, and a pthread_atfork handler marks the child of such a process. There arrayport behaves
+// as on a machine without a usable device (host work goes on) and whatever needs a device throws
+// cuda_error naming fork() and the 'spawn' start method. The flags are per shared object: an
+// extension that never probed does not know that another one did.
+
+namespace detail {
+
+struct fork_flags {
+  std::atomic<bool> cuda_initialised{false};  ///< this process initialised the CUDA driver
+  std::atomic<bool> forked_child{false};      ///< a fork() child of a process that had
+};
+
+inline fork_flags& fork_state() noexcept {
+  static fork_flags flags;
+  return flags;
+}
+
+/// The atfork child handler: async-signal-safe (two atomics).
+inline void mark_fork_child() noexcept {
+  fork_flags& f = fork_state();
+  if (f.cuda_initialised.load(std::memory_order_relaxed))
+    f.forked_child.store(true, std::memory_order_relaxed);
+}
+
+/// Records that this process initialised the CUDA driver, so that its fork() children refuse
+/// CUDA. The probe calls it; tests call it to simulate a CUDA parent in a CPU-only build.
+inline void note_cuda_initialised() noexcept {
+#if ARRAYPORT_HAS_FORK
+  static const bool registered = pthread_atfork(nullptr, nullptr, &mark_fork_child) == 0;
+  (void)registered;
+#endif
+  fork_state().cuda_initialised.store(true, std::memory_order_relaxed);
+}
+
+inline const char* forked_reason() noexcept {
+  return "CUDA cannot be used in this process: it is a fork() child of a process that had "
+         "initialised CUDA, and the driver's state does not survive fork(). Start worker "
+         "processes with the 'spawn' (or 'forkserver') start method instead: "
+         "multiprocessing.set_start_method('spawn'), or "
+         "multiprocessing.get_context('spawn') for a Pool or an executor";
+}
+
+}  // namespace detail
+
+/// True in a fork() child of a process where arrayport had initialised CUDA: no device is
+/// available here, and whatever needs one throws cuda_error naming fork().
+inline bool forked_after_cuda_init() noexcept {
+  return detail::fork_state().forked_child.load(std::memory_order_relaxed);
+}
+
+/// Throws cuda_error (cudaErrorInitializationError) for `what` in such a child.
+inline void check_not_forked(const char* what) {
+  if (!forked_after_cuda_init()) return;
+  // 3 is cudaErrorInitializationError, what the runtime itself reports at best; a CPU-only build
+  // has no cuda_runtime_api.h to name it from.
+  throw cuda_error(3, "cudaErrorInitializationError", detail::forked_reason(), what, __FILE__,
+                   __LINE__);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Availability
 
-/// Probes the driver and devices once (thread-safe); later calls return the cached answer.
+/// Probes the driver and devices once (thread-safe); later calls return the cached answer. In a
+/// fork() child of a process that had initialised CUDA, the answer is "no device" and says why.
 inline const availability& probe() {
+  static const availability forked = [] {
+    availability a;
+    a.status = 3;  // cudaErrorInitializationError
+    a.reason = detail::forked_reason();
+    return a;
+  }();
   static const availability result = [] {
     availability a;
 #if ARRAYPORT_HAS_CUDA
     int count = 0;
     cudaError_t status = cudaGetDeviceCount(&count);
     (void)cudaGetLastError();
+    if (status == cudaSuccess) detail::note_cuda_initialised();
     if (status == cudaSuccess && count > 0) {
       a.device_count = count;
       return a;
@@ -102,6 +178,7 @@ inline const availability& probe() {
 #endif
     return a;
   }();
+  if (forked_after_cuda_init()) return forked;
   return result;
 }
 
@@ -109,7 +186,9 @@ inline int device_count() { return probe().device_count; }
 inline bool is_available() { return device_count() > 0; }
 
 /// Throws no_device_error saying why, when no CUDA device can be used for `what`.
+/// In a fork() child of a process that had initialised CUDA, throws cuda_error naming fork().
 inline void require_device(const char* what) {
+  check_not_forked(what);
   const availability& a = probe();
   if (a.device_count == 0) throw no_device_error(std::string(what) + " needs a CUDA device, but " + a.reason);
 }
@@ -352,7 +431,7 @@ inline void* malloc_device_async(std::size_t bytes, int device, stream_handle st
 /// Stream-ordered release of memory from a pool (the pointer names its pool and device).
 inline void free_device_async(void* p, stream_handle stream) noexcept {
 #if ARRAYPORT_HAS_CUDA
-  if (p) (void)cudaFreeAsync(p, detail::to_cuda(stream));
+  if (p && !forked_after_cuda_init()) (void)cudaFreeAsync(p, detail::to_cuda(stream));
 #else
   (void)p; (void)stream;
 #endif
@@ -424,7 +503,7 @@ inline void* malloc_pinned(std::size_t bytes) {
 /// Frees managed or device memory from cudaMalloc/cudaMallocManaged (synchronises the device).
 inline void free_managed(void* p) noexcept {
 #if ARRAYPORT_HAS_CUDA
-  if (p) (void)cudaFree(p);
+  if (p && !forked_after_cuda_init()) (void)cudaFree(p);
 #else
   (void)p;
 #endif
@@ -432,7 +511,7 @@ inline void free_managed(void* p) noexcept {
 
 inline void free_pinned(void* p) noexcept {
 #if ARRAYPORT_HAS_CUDA
-  if (p) (void)cudaFreeHost(p);
+  if (p && !forked_after_cuda_init()) (void)cudaFreeHost(p);
 #else
   (void)p;
 #endif
@@ -450,7 +529,7 @@ inline void host_register(void* p, std::size_t bytes) {
 
 inline void host_unregister(void* p) noexcept {
 #if ARRAYPORT_HAS_CUDA
-  if (p) (void)cudaHostUnregister(p);
+  if (p && !forked_after_cuda_init()) (void)cudaHostUnregister(p);
 #else
   (void)p;
 #endif
@@ -563,6 +642,7 @@ inline void mem_advise(const void* p, std::size_t bytes, mem_advice advice, int 
 /// the kernel. Call right after a <<<...>>> launch; it does not wait for the kernel.
 inline void check_launch(const char* kernel) {
 #if ARRAYPORT_HAS_CUDA
+  check_not_forked(kernel);
   cudaError_t status = cudaGetLastError();
   if (status != cudaSuccess) detail::throw_cuda_error(status, kernel, __FILE__, __LINE__);
 #else
@@ -589,7 +669,7 @@ inline stream_handle stream_create(int device, int priority, bool non_blocking) 
 
 inline void stream_destroy(stream_handle s) noexcept {
 #if ARRAYPORT_HAS_CUDA
-  if (s) (void)cudaStreamDestroy(detail::to_cuda(s));
+  if (s && !forked_after_cuda_init()) (void)cudaStreamDestroy(detail::to_cuda(s));
 #else
   (void)s;
 #endif
@@ -641,7 +721,7 @@ inline event_handle event_create(bool timing, bool blocking) {
 
 inline void event_destroy(event_handle e) noexcept {
 #if ARRAYPORT_HAS_CUDA
-  if (e) (void)cudaEventDestroy(detail::to_cuda_event(e));
+  if (e && !forked_after_cuda_init()) (void)cudaEventDestroy(detail::to_cuda_event(e));
 #else
   (void)e;
 #endif
@@ -649,6 +729,7 @@ inline void event_destroy(event_handle e) noexcept {
 
 inline void event_record(event_handle e, stream_handle s) {
 #if ARRAYPORT_HAS_CUDA
+  check_not_forked("cudaEventRecord");
   ARRAYPORT_CUDA_CHECK(cudaEventRecord(detail::to_cuda_event(e), detail::to_cuda(s)));
 #else
   (void)e; (void)s;
@@ -657,6 +738,7 @@ inline void event_record(event_handle e, stream_handle s) {
 
 inline void event_synchronize(event_handle e) {
 #if ARRAYPORT_HAS_CUDA
+  check_not_forked("cudaEventSynchronize");
   ARRAYPORT_CUDA_CHECK(cudaEventSynchronize(detail::to_cuda_event(e)));
 #else
   (void)e;
@@ -666,6 +748,7 @@ inline void event_synchronize(event_handle e) {
 /// True when the work captured by the event's last record has completed.
 inline bool event_query(event_handle e) {
 #if ARRAYPORT_HAS_CUDA
+  check_not_forked("cudaEventQuery");
   cudaError_t status = cudaEventQuery(detail::to_cuda_event(e));
   if (status == cudaErrorNotReady) {
     (void)cudaGetLastError();
@@ -681,6 +764,7 @@ inline bool event_query(event_handle e) {
 /// Milliseconds between two recorded timing events.
 inline float event_elapsed_ms(event_handle start, event_handle end) {
 #if ARRAYPORT_HAS_CUDA
+  check_not_forked("cudaEventElapsedTime");
   float ms = 0.f;
   ARRAYPORT_CUDA_CHECK(cudaEventElapsedTime(&ms, detail::to_cuda_event(start), detail::to_cuda_event(end)));
   return ms;
@@ -693,6 +777,7 @@ inline float event_elapsed_ms(event_handle start, event_handle end) {
 /// Makes future work on `s` wait for `e` (no host synchronisation).
 inline void stream_wait_event(stream_handle s, event_handle e) {
 #if ARRAYPORT_HAS_CUDA
+  check_not_forked("cudaStreamWaitEvent");
   ARRAYPORT_CUDA_CHECK(cudaStreamWaitEvent(detail::to_cuda(s), detail::to_cuda_event(e), 0));
 #else
   (void)s; (void)e;

@@ -8,6 +8,7 @@
 #include "../array_internal.hpp"
 #include "../cuda.hpp"
 #include "../current_stream.hpp"
+#include "../gil.hpp"
 #include "../scalars.hpp"
 
 #include <arrayport/buffer.hpp>
@@ -19,6 +20,8 @@
 #include <Python.h>
 
 #include <algorithm>
+#include <limits>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -96,7 +99,7 @@ void wait_before_release(const input_holder* hs, int n, const ops::placement& wh
   if (!where.on_gpu) return;
   for (int i = 0; i < n; ++i)
     if (hs[i].held) {
-      nb::gil_scoped_release unlocked;
+      gil_release unlocked;
       runtime::stream_synchronize(current_stream().handle);
       return;
     }
@@ -129,17 +132,37 @@ struct output_holder {
   std::int64_t extents[2 * ARRAYPORT_MAX_NDIM];
 };
 
-void allocate_output(output_holder& h, dtype dt, const std::vector<std::int64_t>& shape,
-                     const ops::placement& where) {
+// Broadcasting can make a result far larger than any input (shapes (2^40, 1) and (1, 2^40) of
+// zero-stride inputs): its size is checked before anything is computed from it.
+void allocate_output(output_holder& h, const char* op_name, dtype dt,
+                     const std::vector<std::int64_t>& shape, const ops::placement& where) {
   const int nd = static_cast<int>(shape.size());
+  const std::int64_t limit =
+      std::numeric_limits<std::int64_t>::max() / static_cast<std::int64_t>(dt.itemsize());
   std::int64_t n = 1;
   for (int i = nd - 1; i >= 0; --i) {
+    const std::int64_t e = std::max<std::int64_t>(shape[std::size_t(i)], 1);  // 0: strides still
+    if (n > limit / e)
+      throw value_error(std::string(op_name) + ": the result would have shape " +
+                        shape_str(shape.data(), nd) + " of " + std::string(dt.name()) +
+                        ", 2^63 bytes or more");
     h.extents[i] = shape[std::size_t(i)];
     h.extents[nd + i] = n;
-    n *= shape[std::size_t(i)];
+    n *= e;
   }
-  h.storage = buffer(static_cast<std::size_t>(n) * dt.itemsize(), where.out_kind, where.device,
-                     current_stream().handle);
+  for (int i = 0; i < nd; ++i)
+    if (shape[std::size_t(i)] == 0) n = 0;
+  const std::size_t bytes = static_cast<std::size_t>(n) * dt.itemsize();
+  try {
+    h.storage = buffer(bytes, where.out_kind, where.device, current_stream().handle);
+  } catch (const std::bad_alloc&) {  // host memory; device memory throws out_of_memory
+    const std::string msg = std::string(op_name) + ": out of memory for the result of shape " +
+                            shape_str(shape.data(), nd) + " of " + std::string(dt.name()) + " (" +
+                            std::to_string(bytes) + " bytes of " +
+                            std::string(to_string(where.out_kind)) + " memory)";
+    PyErr_SetString(PyExc_MemoryError, msg.c_str());
+    throw nb::python_error();
+  }
   h.c.version = {ARRAYPORT_C_ABI_VERSION_MAJOR, ARRAYPORT_C_ABI_VERSION_MINOR};
   h.c.data = h.storage.data();
   h.c.ndim = nd;
@@ -231,7 +254,7 @@ nb::object elementwise(ops::op_id op, const char* op_name, const nb::handle* obj
   if (has_out) {
     out_view = args[n].view;
   } else {
-    allocate_output(result, out_dt, shape, where);
+    allocate_output(result, op_name, out_dt, shape, where);
     result.c.device = result.storage.dlpack_device();
     out_view = strided_view(result.c);
   }
@@ -240,7 +263,7 @@ nb::object elementwise(ops::op_id op, const char* op_name, const nb::handle* obj
                                             n > 2 ? &args[2] : nullptr};
   ops::build_layout(call, out_view, shape, inputs, arg_types);
   if (release_gil(where, call.size)) {
-    nb::gil_scoped_release unlocked;
+    gil_release unlocked;
     ops::launch(call, where);
   } else {
     ops::launch(call, where);
@@ -280,13 +303,13 @@ std::vector<int> parse_axes(nb::handle axis, int ndim, const char* op_name) {
   return axes;
 }
 
-nb::object finish_reduce(ops::reduce_call& call, const ops::placement& where, dtype out_dt,
-                         const std::vector<std::int64_t>& shape) {
+nb::object finish_reduce(ops::reduce_call& call, const char* op_name, const ops::placement& where,
+                         dtype out_dt, const std::vector<std::int64_t>& shape) {
   output_holder result;
-  allocate_output(result, out_dt, shape, where);
+  allocate_output(result, op_name, out_dt, shape, where);
   call.out = static_cast<char*>(result.storage.data());
   if (release_gil(where, call.n_out * call.len)) {
-    nb::gil_scoped_release unlocked;
+    gil_release unlocked;
     ops::launch(call, where);
   } else {
     ops::launch(call, where);
@@ -324,7 +347,7 @@ nb::object reduce(ops::reduce_op op, nb::handle x, nb::handle axis, bool keepdim
   if (call.len == 0 && call.n_out > 0 && (op == ops::reduce_op::min || op == ops::reduce_op::max))
     throw value_error(std::string(op_name) + ": zero-size array to reduction operation " +
                       op_name + " which has no identity");
-  nb::object r = finish_reduce(call, where, ops::to_dtype(rt), shape);
+  nb::object r = finish_reduce(call, op_name, where, ops::to_dtype(rt), shape);
   wait_before_release(&h, 1, where);
   return r;
 }
@@ -356,7 +379,7 @@ nb::object dot(nb::handle x, nb::handle y) {
         args[k].view.stride(0) * static_cast<std::int64_t>(args[k].view.dtype().itemsize());
   }
   call.contiguous = false;
-  nb::object r = finish_reduce(call, where, ops::to_dtype(rt), {});
+  nb::object r = finish_reduce(call, "dot", where, ops::to_dtype(rt), {});
   wait_before_release(hs, 2, where);
   return r;
 }

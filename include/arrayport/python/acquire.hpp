@@ -570,11 +570,20 @@ struct detail_access {
     const memory_kind kind = detail::kind_of_dl_device(c, obj, t.device);
     std::int64_t* ext = a.extents(t.ndim);
     std::int64_t stride = 1;
+    bool empty = false, compact_overflows = false;
     for (int i = t.ndim; i-- > 0;) {
       ext[i] = t.shape[i];
       ext[t.ndim + i] = t.strides ? t.strides[i] : stride;
-      stride *= t.shape[i] > 0 ? t.shape[i] : 1;
+      empty |= t.shape[i] == 0;
+      // NULL strides: compact row-major ones, which need not fit once the trailing extents hold
+      // 2^63 elements or more (the last product, the element count, is never a stride).
+      if (!t.strides && i > 0 &&
+          __builtin_mul_overflow(stride, t.shape[i] > 0 ? t.shape[i] : 1, &stride))
+        compact_overflows = true;
     }
+    if (compact_overflows && !empty)
+      detail::fail_value(c, obj, "shape " + detail::shape_string(ext, t.ndim) +
+                                     " addresses more than 2^63 bytes");
     arrayport_view_t& v = a.m_view;
     v.data = t.data ? static_cast<char*>(t.data) + t.byte_offset : nullptr;
     v.ndim = t.ndim;

@@ -1,6 +1,8 @@
 // The CPU kernels' thread pool: workers started on first use, one job at a time, the caller helps.
 #include "parallel.hpp"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -12,21 +14,41 @@
 namespace arrayport::ops::cpu {
 namespace {
 
+class pool;
+
+// The process's pool. fork() copies it into the child without its worker threads (and perhaps
+// with its locks held by them), where the next job would wait forever for workers that do not
+// exist: the atfork child handler drops it, and the child starts a pool of its own on first use.
+// Pools are leaked on purpose: joining threads from a static destructor at exit can hang.
+std::atomic<pool*> g_pool{nullptr};
+
+void forget_pool_after_fork() noexcept { g_pool.store(nullptr, std::memory_order_relaxed); }
+
 class pool {
  public:
   static pool& instance() {
-    // Leaked on purpose: joining threads from a static destructor at interpreter exit can hang.
-    static pool* p = new pool();
+    pool* p = g_pool.load(std::memory_order_acquire);
+    if (p) return *p;
+    static const bool registered =
+        pthread_atfork(nullptr, nullptr, &forget_pool_after_fork) == 0;
+    (void)registered;
+    pool* fresh = new pool();  // starts no thread, so the loser of a race can delete it
+    if (g_pool.compare_exchange_strong(p, fresh, std::memory_order_acq_rel)) return *fresh;
+    delete fresh;
     return *p;
   }
 
-  int threads() const noexcept { return static_cast<int>(m_workers.size()) + 1; }
+  int threads() const noexcept { return static_cast<int>(m_worker_count) + 1; }
 
   void run(std::int64_t n, std::int64_t grain, detail::chunk_fn fn, void* context) {
     std::unique_lock<std::mutex> busy(m_submit, std::try_to_lock);
     if (!busy.owns_lock()) {  // another thread's job (or ours, nested) is running: do it alone
       fn(context, 0, n);
       return;
+    }
+    if (m_workers.empty()) {  // first job: start the workers (they wait for generation 1)
+      for (unsigned i = 0; i < m_worker_count; ++i) m_workers.emplace_back([this] { loop(); });
+      for (auto& t : m_workers) t.detach();
     }
     const std::int64_t max_chunks = std::int64_t(threads()) * 4;
     const std::int64_t chunk = std::max(grain, (n + max_chunks - 1) / max_chunks);
@@ -50,9 +72,7 @@ class pool {
   pool() {
     unsigned hw = std::thread::hardware_concurrency();
     if (const char* env = std::getenv("ARRAYPORT_NUM_THREADS")) hw = unsigned(std::atoi(env));
-    const unsigned workers = hw > 1 ? std::min(hw, 256u) - 1 : 0;
-    for (unsigned i = 0; i < workers; ++i) m_workers.emplace_back([this] { loop(); });
-    for (auto& t : m_workers) t.detach();
+    m_worker_count = hw > 1 ? std::min(hw, 256u) - 1 : 0;
   }
 
   void work() {
@@ -77,6 +97,7 @@ class pool {
     }
   }
 
+  unsigned m_worker_count = 0;
   std::vector<std::thread> m_workers;
   std::mutex m_submit;
   std::mutex m_mutex;
