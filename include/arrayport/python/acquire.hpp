@@ -446,11 +446,13 @@ inline void check_geometry(const constraints& c, PyObject* obj, const arrayport_
   if (!v.data) fail_value(c, obj, "data pointer is NULL but the array has elements");
 }
 
+// An empty array is contiguous in every order, whatever its strides (NumPy's flags agree).
 inline bool contiguous(const arrayport_view_t& v, bool c_order) noexcept {
+  for (int i = 0; i < v.ndim; ++i)
+    if (v.shape[i] == 0) return true;
   std::int64_t expected = 1;
   for (int k = 0; k < v.ndim; ++k) {
     const int i = c_order ? v.ndim - 1 - k : k;
-    if (v.shape[i] == 0) return true;
     if (v.shape[i] != 1 && v.strides[i] != expected) return false;
     expected *= v.shape[i];
   }
