@@ -352,7 +352,9 @@ basic_index resolve_basic_index(array_object* a, PyObject* key) {
     index_error("too many indices for array: array is " + std::to_string(a->view.ndim) +
                 "-dimensional, but " + std::to_string(consumed) + " were indexed");
   const std::int64_t itemsize = static_cast<std::int64_t>(itemsize_of(a));
-  char* data = static_cast<char*>(a->view.data);
+  // The first element's offset in bytes, applied once at the end: an empty array may have no data
+  // pointer to offset (and its offset is then never used).
+  std::int64_t offset = 0;
   std::vector<std::int64_t> shape, strides;
   int axis = 0;
   auto keep_axis = [&](int ax) {
@@ -371,9 +373,16 @@ basic_index resolve_basic_index(array_object* a, PyObject* key) {
       if (PySlice_Unpack(item, &start, &stop, &step) < 0) throw nb::python_error();
       const std::int64_t len = PySlice_AdjustIndices(
           static_cast<Py_ssize_t>(a->view.shape[axis]), &start, &stop, step);
-      if (len > 0) data += start * a->view.strides[axis] * itemsize;
+      if (len > 0) offset += start * a->view.strides[axis] * itemsize;
       shape.push_back(len);
-      strides.push_back(a->view.strides[axis] * step);
+      // stride * step addresses an element only when len > 1; for one element or none a huge
+      // step may overflow it (in bytes, as .strides reports it), and any stride is as good:
+      // NumPy's product where it fits, else the axis's own.
+      std::int64_t stride = 0, bytes = 0;
+      if (__builtin_mul_overflow(a->view.strides[axis], static_cast<std::int64_t>(step), &stride) ||
+          __builtin_mul_overflow(stride, itemsize, &bytes))
+        stride = a->view.strides[axis];
+      strides.push_back(stride);
       ++axis;
     } else if (!PyBool_Check(item) && PyIndex_Check(item)) {
       Py_ssize_t i = PyNumber_AsSsize_t(item, PyExc_IndexError);
@@ -383,7 +392,7 @@ basic_index resolve_basic_index(array_object* a, PyObject* key) {
         index_error("index " + std::to_string(i) + " is out of bounds for axis " +
                     std::to_string(axis) + " with size " + std::to_string(size));
       if (i < 0) i += size;
-      data += i * a->view.strides[axis] * itemsize;
+      offset += i * a->view.strides[axis] * itemsize;
       ++axis;
     } else {
       index_error(std::string("only integers, slices (':'), ellipsis ('...') and None are valid "
@@ -394,6 +403,8 @@ basic_index resolve_basic_index(array_object* a, PyObject* key) {
   while (axis < a->view.ndim) keep_axis(axis++);
   if (shape.size() > ARRAYPORT_MAX_NDIM)
     index_error("the result would have more than " + std::to_string(ARRAYPORT_MAX_NDIM) + " dimensions");
+  char* data = static_cast<char*>(a->view.data);
+  if (data) data += offset;
   return {data, std::move(shape), std::move(strides)};
 }
 

@@ -30,10 +30,18 @@ inline std::int64_t element_count(const arrayport_view_t& v) noexcept {
   return n;
 }
 
+// An empty array is contiguous in every order, whatever its strides (NumPy's flags agree): a
+// zero extent on any axis, not only on the ones scanned first.
+inline bool has_zero_extent(const arrayport_view_t& v) noexcept {
+  for (int i = 0; i < v.ndim; ++i)
+    if (v.shape[i] == 0) return true;
+  return false;
+}
+
 inline bool is_c_contiguous(const arrayport_view_t& v) noexcept {
+  if (has_zero_extent(v)) return true;
   std::int64_t expected = 1;
   for (int i = v.ndim - 1; i >= 0; --i) {
-    if (v.shape[i] == 0) return true;
     if (v.shape[i] != 1 && v.strides[i] != expected) return false;
     expected *= v.shape[i];
   }
@@ -41,9 +49,9 @@ inline bool is_c_contiguous(const arrayport_view_t& v) noexcept {
 }
 
 inline bool is_f_contiguous(const arrayport_view_t& v) noexcept {
+  if (has_zero_extent(v)) return true;
   std::int64_t expected = 1;
   for (int i = 0; i < v.ndim; ++i) {
-    if (v.shape[i] == 0) return true;
     if (v.shape[i] != 1 && v.strides[i] != expected) return false;
     expected *= v.shape[i];
   }

@@ -399,6 +399,16 @@ inline std::string shape_string(const std::int64_t* shape, int ndim) {
 
 // ---- checks shared by every protocol ---------------------------------------------------------
 
+// The next row-major stride (in elements) after one of `stride` over an axis of `extent`: the
+// product, or INT64_MAX past int64. A shape that large addresses more than 2^63 bytes, which
+// check_geometry refuses unless the array is empty (and then strides are never used).
+inline std::int64_t next_compact_stride(std::int64_t stride, std::int64_t extent) noexcept {
+  std::int64_t product = 0;
+  if (__builtin_mul_overflow(stride, extent > 0 ? extent : 1, &product))
+    return std::numeric_limits<std::int64_t>::max();
+  return product;
+}
+
 // Whether the farthest elements from `data` on either side, in bytes, fit in int64 (and so in the
 // address space). A negative extent is not this function's to judge: true.
 inline bool spans_fit(const arrayport_view_t& v) noexcept {
@@ -436,11 +446,13 @@ inline void check_geometry(const constraints& c, PyObject* obj, const arrayport_
   if (!v.data) fail_value(c, obj, "data pointer is NULL but the array has elements");
 }
 
+// An empty array is contiguous in every order, whatever its strides (NumPy's flags agree).
 inline bool contiguous(const arrayport_view_t& v, bool c_order) noexcept {
+  for (int i = 0; i < v.ndim; ++i)
+    if (v.shape[i] == 0) return true;
   std::int64_t expected = 1;
   for (int k = 0; k < v.ndim; ++k) {
     const int i = c_order ? v.ndim - 1 - k : k;
-    if (v.shape[i] == 0) return true;
     if (v.shape[i] != 1 && v.strides[i] != expected) return false;
     expected *= v.shape[i];
   }
@@ -584,8 +596,13 @@ struct detail_access {
     if (compact_overflows && !empty)
       detail::fail_value(c, obj, "shape " + detail::shape_string(ext, t.ndim) +
                                      " addresses more than 2^63 bytes");
+    // In integers: a byte_offset that wraps the address space is an error, not a pointer.
+    std::uintptr_t address = 0;
+    if (t.data && __builtin_add_overflow(reinterpret_cast<std::uintptr_t>(t.data), t.byte_offset, &address))
+      detail::fail_value(c, obj, "DLPack byte_offset " + std::to_string(t.byte_offset) +
+                                     " takes the data pointer past the end of the address space");
     arrayport_view_t& v = a.m_view;
-    v.data = t.data ? static_cast<char*>(t.data) + t.byte_offset : nullptr;
+    v.data = reinterpret_cast<void*>(address);
     v.ndim = t.ndim;
     v.shape = ext;
     v.strides = ext + t.ndim;
@@ -667,6 +684,22 @@ struct detail_access {
     } catch (const value_error& e) {
       detail::fail_value(c, obj, e.what());
     }
+    if (b.ndim < 0 || b.ndim > ARRAYPORT_MAX_NDIM)
+      detail::fail_value(c, obj, "expected at most " + std::to_string(ARRAYPORT_MAX_NDIM) +
+                                     " dimensions, got " + std::to_string(b.ndim));
+    // PEP 3118 contracts that the view's bounds rest on: suboffsets (PIL-style indirection) are
+    // only for consumers that asked for them, which we do not; a NULL shape describes one axis of
+    // len bytes; a buffer without strides is contiguous, and len is product(shape) * itemsize.
+    if (b.suboffsets)
+      detail::fail_buffer(c, obj, "the exporter returned suboffsets (an indirect buffer) to a "
+                                  "request without PyBUF_INDIRECT: expected a strided buffer");
+    if (!b.shape && b.ndim > 1)
+      detail::fail_buffer(c, obj, "the exporter returned no shape for " + std::to_string(b.ndim) +
+                                      " dimensions: expected a shape (PyBUF_ND was requested)");
+    if (!b.shape && b.ndim == 1 && (b.len < 0 || b.len % b.itemsize != 0))
+      detail::fail_buffer(c, obj, "buffer len " + std::to_string(b.len) +
+                                      " is not a whole number of items of " +
+                                      std::to_string(b.itemsize) + " bytes");
     std::int64_t* ext = a.extents(b.ndim);
     std::int64_t stride = 1;
     for (int i = b.ndim; i-- > 0;) {
@@ -680,7 +713,24 @@ struct detail_access {
       } else {
         ext[b.ndim + i] = stride;
       }
-      stride *= ext[i];
+      stride = detail::next_compact_stride(stride, ext[i]);
+    }
+    if (!b.strides) {
+      // Contiguous: the memory is exactly len bytes, so the shape must account for all of it.
+      // (Negative extents are check_geometry's to report.)
+      std::int64_t bytes = static_cast<std::int64_t>(b.itemsize);
+      bool overflow = false, negative = false, empty = false;
+      for (int i = 0; i < b.ndim; ++i) {
+        negative = negative || ext[i] < 0;
+        empty = empty || ext[i] == 0;
+        overflow = overflow || __builtin_mul_overflow(bytes, ext[i], &bytes);
+      }
+      if (empty) bytes = 0, overflow = false;
+      if (!negative && (overflow || bytes != b.len))
+        detail::fail_buffer(c, obj, "shape " + detail::shape_string(ext, b.ndim) + " of " +
+                                        std::to_string(b.itemsize) + "-byte items needs " +
+                                        (overflow ? std::string("more than 2^63") : std::to_string(bytes)) +
+                                        " bytes, but the buffer has len " + std::to_string(b.len));
     }
     arrayport_view_t& v = a.m_view;
     v.data = b.buf;
@@ -840,6 +890,9 @@ struct detail_access {
       a.m_managed = t;
       a.m_source = acquired::source::dlpack_versioned;
       if (!t) detail::fail_value(c, obj, "the DLPack exchange API returned NULL");
+      if (t->version.major != ARRAYPORT_DLPACK_MAJOR_VERSION)
+        detail::fail_buffer(c, obj, "unsupported DLPack version " + std::to_string(t->version.major) +
+                                        "." + std::to_string(t->version.minor) + ": expected 1.x");
       from_dl_tensor(a, c, obj, t->dl_tensor, (t->flags & ARRAYPORT_DLPACK_FLAG_READ_ONLY) != 0);
     }
     const arrayport_view_t& v = a.m_view;
@@ -905,9 +958,16 @@ struct detail_access {
     if (!PyUnicode_Check(typestr))
       detail::fail_value(c, obj, "__cuda_array_interface__['typestr'] is a " +
                                      detail::type_name(typestr) + ", expected a str");
+    Py_ssize_t typestr_size = 0;
+    const char* typestr_utf8 = PyUnicode_AsUTF8AndSize(typestr, &typestr_size);
+    if (!typestr_utf8) {
+      PyErr_Clear();  // a lone surrogate: no typestr at all
+      detail::fail_type(c, obj, "__cuda_array_interface__['typestr'] is not valid UTF-8: expected "
+                                "one of " + std::string(arrayport::detail::accepted_typestrs));
+    }
     arrayport::dtype dt;
     try {
-      dt = parse_typestr(PyUnicode_AsUTF8(typestr));
+      dt = parse_typestr(std::string_view(typestr_utf8, static_cast<std::size_t>(typestr_size)));
     } catch (const type_error& e) {
       detail::fail_type(c, obj, e.what());
     } catch (const value_error& e) {
@@ -917,6 +977,9 @@ struct detail_access {
     if (!PyTuple_Check(data) || PyTuple_GET_SIZE(data) != 2)
       detail::fail_value(c, obj, "__cuda_array_interface__['data'] must be a tuple (ptr, readonly)");
     const long long ptr = as_int(PyTuple_GET_ITEM(data, 0), "data");
+    if (ptr < 0)
+      detail::fail_value(c, obj, "__cuda_array_interface__['data'][0] is " + std::to_string(ptr) +
+                                     ", expected a non-negative pointer");
     const int readonly = PyObject_IsTrue(PyTuple_GET_ITEM(data, 1));
     if (readonly < 0) throw error_already_set();
     PyObject* strides = item("strides", false);
@@ -937,7 +1000,7 @@ struct detail_access {
       } else {
         ext[ndim + i] = stride;
       }
-      stride *= ext[i] > 0 ? ext[i] : 1;
+      stride = detail::next_compact_stride(stride, ext[i]);
     }
     arrayport_view_t& v = a.m_view;
     v.data = reinterpret_cast<void*>(static_cast<std::uintptr_t>(ptr));
