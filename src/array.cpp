@@ -629,43 +629,59 @@ PyGetSetDef array_getset[] = {
      "NumPy array interface v3 (host-accessible memory only).", nullptr},
     {nullptr, nullptr, nullptr, nullptr, nullptr}};
 
+// Each docstring opens with CPython's text signature ("name($self, ...)\n--\n\n"), so that
+// inspect.signature, help() and mypy's stubtest (tests/python/test_stubs.py) see the parameters.
 PyMethodDef array_methods[] = {
     {"__dlpack__", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(dlpack_export)),
      METH_VARARGS | METH_KEYWORDS,
-     "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None): a DLPack capsule."},
-    {"__dlpack_device__", array_dlpack_device, METH_NOARGS, "(DLPack device type, device id)."},
+     "__dlpack__($self, /, *, stream=None, max_version=None, dl_device=None, copy=None)\n--\n\n"
+     "A DLPack capsule."},
+    {"__dlpack_device__", array_dlpack_device, METH_NOARGS,
+     "__dlpack_device__($self, /)\n--\n\n(DLPack device type, device id)."},
     {"get", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(array_get)),
      METH_VARARGS | METH_KEYWORDS,
-     "get(stream=None): a NumPy copy on the host (PyCUDA's GPUArray.get()); waits for that stream."},
+     "get($self, /, stream=None)\n--\n\n"
+     "A NumPy copy on the host (PyCUDA's GPUArray.get()); waits for that stream."},
     {"fill", array_fill, METH_O,
-     "fill(value): sets every element of any view to a value (stream-ordered on the device)."},
+     "fill($self, value, /)\n--\n\n"
+     "Sets every element of any view to a value (stream-ordered on the device)."},
     {"copy", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(array_copy)),
      METH_VARARGS | METH_KEYWORDS,
-     "copy(dtype=None, memory=None, device=None, stream=None): a C-contiguous copy, in the same "
-     "memory and on the same device unless given (asynchronous on the stream)."},
+     "copy($self, /, dtype=None, memory=None, device=None, stream=None)\n--\n\n"
+     "A C-contiguous copy, in the same memory and on the same device unless given (asynchronous "
+     "on the stream)."},
     {"copy_to", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(array_copy_to)),
      METH_VARARGS | METH_KEYWORDS,
-     "copy_to(dst, stream=None): copies into an Array of the same shape and dtype, any layout and "
-     "memory (asynchronous on the stream)."},
+     "copy_to($self, /, dst, stream=None)\n--\n\n"
+     "Copies into an Array of the same shape and dtype, any layout and memory (asynchronous on "
+     "the stream)."},
     {"to", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(array_to)),
      METH_VARARGS | METH_KEYWORDS,
-     "to(memory=None, device=None, stream=None, dtype=None, copy=False): this array in another "
-     "memory kind, device or dtype; itself when nothing changes and copy is False."},
+     "to($self, /, memory=None, device=None, stream=None, dtype=None, copy=False)\n--\n\n"
+     "This array in another memory kind, device or dtype; itself when nothing changes and copy "
+     "is False."},
     {"prefetch", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(array_prefetch)),
      METH_VARARGS | METH_KEYWORDS,
-     "prefetch(device=None, stream=None): migrates managed memory to a device ('cpu' or -1 for "
-     "the host); None means the array's device."},
+     "prefetch($self, /, device=None, stream=None)\n--\n\n"
+     "Migrates managed memory to a device ('cpu' or -1 for the host); None means the array's "
+     "device."},
     {"advise", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(array_advise)),
      METH_VARARGS | METH_KEYWORDS,
-     "advise(advice, device=None): cudaMemAdvise for managed memory: 'set_read_mostly', "
-     "'unset_read_mostly', 'set_preferred_location', 'unset_preferred_location', "
-     "'set_accessed_by' or 'unset_accessed_by'."},
+     "advise($self, /, advice, device=None)\n--\n\n"
+     "cudaMemAdvise for managed memory: 'set_read_mostly', 'unset_read_mostly', "
+     "'set_preferred_location', 'unset_preferred_location', 'set_accessed_by' or "
+     "'unset_accessed_by'."},
     {"view", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(array_view)),
      METH_VARARGS | METH_KEYWORDS,
-     "view(dtype=None): the same memory as another dtype (NumPy's rules: another itemsize needs "
-     "a contiguous last axis, whose extent scales)."},
-    {"transpose", array_transpose, METH_VARARGS, "transpose(*axes): a view with permuted axes."},
-    {"reshape", array_reshape, METH_VARARGS, "reshape(shape): a view with a new shape (C-contiguous arrays)."},
+     "view($self, /, dtype=None)\n--\n\n"
+     "The same memory as another dtype (NumPy's rules: another itemsize needs a contiguous last "
+     "axis, whose extent scales)."},
+    {"transpose", array_transpose, METH_VARARGS,
+     "transpose($self, /, *axes)\n--\n\n"
+     "A view with permuted axes, as ints or one sequence (reversed when none is given)."},
+    {"reshape", array_reshape, METH_VARARGS,
+     "reshape($self, /, *shape)\n--\n\n"
+     "A view with a new shape, as ints or one sequence (C-contiguous arrays)."},
     {nullptr, nullptr, 0, nullptr}};
 
 PyMemberDef array_members[] = {

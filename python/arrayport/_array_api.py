@@ -8,13 +8,17 @@ the dtype, memory kind or device asked for differs from the input's, or when ``c
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple, Union
 
 from ._core import Array, copy as _copy, empty as _empty, view as _view
 
+if TYPE_CHECKING:
+    from ._core import _MemoryKind as MemoryKind  # "device", "managed", "pinned" or "host"
+
 # DLPack device types (as __dlpack_device__ and Array.device spell them) -> memory kinds.
-_KIND_OF_DEVICE = {"cpu": "host", "cuda": "device", "cuda_managed": "managed", "cuda_host": "pinned",
-                   1: "host", 2: "device", 13: "managed", 3: "pinned"}
+_KIND_OF_DEVICE: Dict[Union[str, int], MemoryKind] = {
+    "cpu": "host", "cuda": "device", "cuda_managed": "managed", "cuda_host": "pinned",
+    1: "host", 2: "device", 13: "managed", 3: "pinned"}
 _GPU_KINDS = ("device", "managed")
 _PYTHON_DATA = (bool, int, float, complex, list, tuple)
 
@@ -23,7 +27,7 @@ Device = Union[int, str, Tuple[Union[str, int], int]]
 (("cuda", 0), ("cpu", 0), ...) or __dlpack_device__ ((2, 0), (1, 0), ...) spells it."""
 
 
-def asarray(obj: Any, dtype: Any = None, *, memory: Optional[str] = None,
+def asarray(obj: Any, dtype: Any = None, *, memory: Optional[MemoryKind] = None,
             device: Optional[Device] = None, copy: Optional[bool] = None,
             stream: Any = None) -> Array:
     """`obj` as an arrayport.Array, without a copy where possible (the array API's asarray).
@@ -76,7 +80,8 @@ def from_dlpack(x: Any, /, *, device: Optional[Device] = None, copy: Optional[bo
 
 # ---- helpers -------------------------------------------------------------------------------------
 
-def _placement(memory: Optional[str], device: Any, what: str) -> Tuple[Optional[str], Optional[int]]:
+def _placement(memory: Optional[MemoryKind], device: Any,
+               what: str) -> Tuple[Optional[MemoryKind], Optional[int]]:
     """(memory kind or None, CUDA device index or None) from memory= and device=."""
     if device is None or (isinstance(device, int) and not isinstance(device, bool)):
         if device is not None and device < 0:
@@ -132,7 +137,7 @@ def _resolved_dtype(dtype: Any, what: str) -> Any:
                         else f"{what}: dtype: {message}") from None
 
 
-def _from_python_data(obj: Any, dtype: Any, kind: Optional[str], index: Optional[int],
+def _from_python_data(obj: Any, dtype: Any, kind: Optional[MemoryKind], index: Optional[int],
                       copy: Optional[bool], stream: Any) -> Array:
     if copy is False:
         raise ValueError(f"asarray: copy=False, but obj is a {type(obj).__name__}, which "
@@ -151,8 +156,8 @@ def _from_python_data(obj: Any, dtype: Any, kind: Optional[str], index: Optional
     return _copy(n, dtype=dt, memory=kind, device=index, stream=stream)
 
 
-def _place(a: Array, dtype: Any, kind: Optional[str], index: Optional[int], copy: Optional[bool],
-           stream: Any, what: str, no_copy_error: type) -> Array:
+def _place(a: Array, dtype: Any, kind: Optional[MemoryKind], index: Optional[int],
+           copy: Optional[bool], stream: Any, what: str, no_copy_error: type) -> Array:
     """`a` with dtype, memory kind and device as asked: itself, or a copy (always when copy=True)."""
     dt = None if dtype is None else _resolved_dtype(dtype, what)
     if index is not None and kind is None:
@@ -165,7 +170,8 @@ def _place(a: Array, dtype: Any, kind: Optional[str], index: Optional[int], copy
     return a.to(memory=kind, device=index, stream=stream, dtype=dt, copy=bool(copy))
 
 
-def _copy_reason(a: Array, dt: Any, kind: Optional[str], index: Optional[int]) -> Optional[str]:
+def _copy_reason(a: Array, dt: Any, kind: Optional[MemoryKind],
+                 index: Optional[int]) -> Optional[str]:
     """What would make Array.to() copy `a` (None: nothing), for copy=False's error."""
     if dt is not None and str(dt) != str(a.dtype):
         return f"dtype {dt} was asked for and the input is {a.dtype}"

@@ -5,7 +5,7 @@ checked against NumPy; every step is timed and reported as it completes."""
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 import arrayport
 from arrayport import ops
@@ -19,7 +19,7 @@ def run(progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     except ImportError:
         return {"skipped": "NumPy is not installed", "steps": [], "ok": None}
     gpu = bool(arrayport.runtime_info()["cuda_available"])
-    memory = "device" if gpu else "host"
+    memory: Literal["device", "host"] = "device" if gpu else "host"
     n = 1 << 24 if gpu else 1 << 20
     x = np.random.default_rng(0).standard_normal(n, dtype=np.float32)
     steps: list[dict[str, Any]] = []

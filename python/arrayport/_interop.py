@@ -12,7 +12,7 @@ import importlib
 import os
 import timeit
 from dataclasses import asdict, dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 import arrayport
 
@@ -38,7 +38,7 @@ class _Lib:
     """How to hand arrays to and take arrays from one library."""
 
     name: str
-    memory: str
+    memory: Literal["host", "device"]
     protocol_out: str  # what the library's import function uses
     take: Callable[[Any], Any]  # arrayport.Array -> library array (the library's import)
     make: Callable[[], Any]  # a library array of N float32 ones

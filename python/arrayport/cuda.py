@@ -29,7 +29,7 @@ Example::
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Union
 
 from ._core import cuda as _cuda
 
@@ -49,9 +49,11 @@ __all__ = [
 
 if TYPE_CHECKING:  # the signatures of the compiled names, for type checkers
     from types import TracebackType
-    from typing import Any, Optional, Tuple, Type, Union
+    from typing import Any, Optional, Tuple, Type
 
-    DeviceLike = Union[int, "Device"]
+    from typing_extensions import disjoint_base  # nanobind instances: no common subclass
+
+    DeviceLike = Union[int, "Device"]  # a device index or a Device
 
     def is_available() -> bool: ...
     def device_count() -> int: ...
@@ -62,6 +64,7 @@ if TYPE_CHECKING:  # the signatures of the compiled names, for type checkers
     def driver_version() -> int: ...
     def current_stream() -> Stream: ...
 
+    @disjoint_base
     class Device:
         def __init__(self, i: Optional[DeviceLike] = None) -> None: ...
         @property
@@ -84,9 +87,10 @@ if TYPE_CHECKING:  # the signatures of the compiled names, for type checkers
         def __enter__(self) -> Device: ...
         def __exit__(self, exc_type: Optional[Type[BaseException]],
                      exc: Optional[BaseException], tb: Optional[TracebackType]) -> None: ...
-        def __eq__(self, other: object) -> bool: ...
+        def __eq__(self, other: object, /) -> bool: ...
         def __hash__(self) -> int: ...
 
+    @disjoint_base
     class Event:
         def __init__(self, timing: bool = True, blocking: bool = False) -> None: ...
         def record(self, stream: Any = None) -> None: ...
@@ -102,6 +106,7 @@ if TYPE_CHECKING:  # the signatures of the compiled names, for type checkers
         @property
         def blocking(self) -> bool: ...
 
+    @disjoint_base
     class Stream:
         def __init__(self, device: Optional[DeviceLike] = None, priority: int = 0,
                      non_blocking: bool = True) -> None: ...
@@ -129,11 +134,12 @@ if TYPE_CHECKING:  # the signatures of the compiled names, for type checkers
         def __enter__(self) -> Stream: ...
         def __exit__(self, exc_type: Optional[Type[BaseException]],
                      exc: Optional[BaseException], tb: Optional[TracebackType]) -> None: ...
-        def __eq__(self, other: object) -> bool: ...
+        def __eq__(self, other: object, /) -> bool: ...
         def __hash__(self) -> int: ...
 
 else:
     Device = _cuda.Device
+    DeviceLike = Union[int, Device]  # a device index or a Device
     Event = _cuda.Event
     Stream = _cuda.Stream
     current_device = _cuda.current_device

@@ -4,6 +4,9 @@ from typing import Any
 
 from ._core import Array
 
+__all__ = ["abs", "add", "astype", "axpy", "copy", "divide", "dot", "max", "maximum", "mean", "min",
+           "minimum", "multiply", "negative", "sqrt", "square", "subtract", "sum", "where"]
+
 _Operand = Array | bool | int | float | complex | Any  # Any: any array arrayport.view takes (buffer protocol, DLPack, CAI)
 _Out = Array | Any | None
 _Axis = int | tuple[int, ...] | None

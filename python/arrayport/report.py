@@ -13,7 +13,7 @@ import importlib
 import json
 import platform
 import sys
-from typing import Any
+from typing import Any, Callable
 
 import arrayport
 from arrayport import _demo, _interop
@@ -45,7 +45,7 @@ def _library_versions() -> dict[str, str | None]:
     return found
 
 
-def collect(progress=None) -> dict[str, Any]:
+def collect(progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Everything the report shows, as plain data (what ``--json`` prints). `progress` gets a
     line as each step of the demo completes."""
     runtime = arrayport.runtime_info()
