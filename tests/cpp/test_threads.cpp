@@ -150,7 +150,7 @@ TEST(Threads, TheCachingPoolNeverHandsOneBlockToTwoThreads) {
         std::this_thread::yield();  // a block given out twice would be overwritten meanwhile
         for (std::size_t k = 0; k < bytes / 4; ++k)
           if (p[k] != mark) return "block " + std::to_string(reinterpret_cast<std::uintptr_t>(p)) + " was written by another thread";
-        pool.deallocate(p, bytes, nullptr);
+        pool.deallocate(p, bytes, nullptr, -1);
       }
       return "";
     });

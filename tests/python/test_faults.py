@@ -154,7 +154,10 @@ def test_fork_child_of_a_process_that_initialised_cuda_gets_a_clear_error_and_ke
         "parent marked after False",
         "",
     ], r.stdout + r.stderr
-    assert r.stderr == ""
+    # Python 3.12+ warns on fork() in a multi-threaded process (the CUDA runtime's threads, with a
+    # GPU): its own notice, not arrayport's. Anything else on stderr is a failure.
+    assert [line for line in r.stderr.splitlines()
+            if "DeprecationWarning: This process" not in line] == []
 
 
 def test_fork_child_of_a_process_that_never_initialised_cuda_is_not_marked():
