@@ -175,6 +175,7 @@ void check_view(const python::acquired& a, const python::constraints& c) {
       ARRAYPORT_FUZZ_CHECK(hi <= INT64_MAX && lo >= INT64_MIN, "strides that overflow were accepted");
     }
     ARRAYPORT_FUZZ_CHECK(s.buf != nullptr, "NULL data with elements was accepted");
+    ARRAYPORT_FUZZ_CHECK(elements < INT64_MAX, "more than 2^63 elements were accepted");
   }
   ARRAYPORT_FUZZ_CHECK(v.data == s.buf, "data differs from buf");
   ARRAYPORT_FUZZ_CHECK(dtype::from_c(v.dtype) == dt, "dtype differs from the format");
