@@ -539,7 +539,8 @@ PyObject* array_view(PyObject* self, PyObject* args, PyObject* kwargs) {
       strides[last] = 1;
       // The other strides are kept in bytes; the view ABI counts them in elements of the new dtype.
       for (std::size_t i = 0; i < last; ++i) {
-        if (shape[i] != 1 && (strides[i] * old_size) % new_size != 0)
+        // (An empty array's strides address nothing: NumPy views it whatever they are.)
+        if (shape[i] != 1 && element_count(a->view) != 0 && (strides[i] * old_size) % new_size != 0)
           throw value_error(what + ": the stride of axis " + std::to_string(i) + " (" +
                             std::to_string(strides[i] * old_size) +
                             " bytes) is not a multiple of the new itemsize");

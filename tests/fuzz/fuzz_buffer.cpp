@@ -148,6 +148,7 @@ void check_view(const python::acquired& a, const python::constraints& c) {
   }
   bool empty = false;
   __int128 elements = 1;
+  bool too_many = false;  // more than 2^63 - 1 elements
   for (int i = s.ndim; i-- > 0;) {
     ARRAYPORT_FUZZ_CHECK(shape[i] >= 0, "a negative extent was accepted");
     ARRAYPORT_FUZZ_CHECK(v.shape[i] == shape[i], "shape differs from the buffer");
@@ -159,7 +160,10 @@ void check_view(const python::acquired& a, const python::constraints& c) {
     }
     if (shape[i] == 0) empty = true;
     elements *= shape[i];
-    if (elements > INT64_MAX) elements = INT64_MAX;  // only compared below, where it must be small
+    if (elements > INT64_MAX) {  // saturated: only compared below, where it must be small
+      elements = INT64_MAX;
+      too_many = true;
+    }
   }
   if (s.null_strides)  // contiguous: the memory is exactly len bytes (PEP 3118)
     ARRAYPORT_FUZZ_CHECK(elements * s.itemsize == s.len, "a contiguous buffer whose shape exceeds or falls short of len was accepted");
@@ -175,6 +179,7 @@ void check_view(const python::acquired& a, const python::constraints& c) {
       ARRAYPORT_FUZZ_CHECK(hi <= INT64_MAX && lo >= INT64_MIN, "strides that overflow were accepted");
     }
     ARRAYPORT_FUZZ_CHECK(s.buf != nullptr, "NULL data with elements was accepted");
+    ARRAYPORT_FUZZ_CHECK(!too_many, "more than 2^63 elements were accepted");
   }
   ARRAYPORT_FUZZ_CHECK(v.data == s.buf, "data differs from buf");
   ARRAYPORT_FUZZ_CHECK(dtype::from_c(v.dtype) == dt, "dtype differs from the format");

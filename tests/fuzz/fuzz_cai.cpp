@@ -134,6 +134,9 @@ expectation read_dict(PyObject* d, bool sync) {
     // Compact strides of a shape too large to address are never used: the span check refuses it.
     if (e.shape[i] > 1 && __builtin_mul_overflow(elements, e.shape[i], &elements)) elements = INT64_MAX;
   }
+  std::int64_t count = 1;
+  for (std::int64_t x : e.shape)
+    if (!empty && __builtin_mul_overflow(count, x, &count)) return e;  // more than 2^63 elements
   if (!empty && !spans_fit(e.shape, e.strides, e.dt.itemsize())) return e;
   if (!empty && e.ptr == 0) return e;
   PyObject* stream = PyDict_GetItemString(d, "stream");
@@ -146,6 +149,8 @@ expectation read_dict(PyObject* d, bool sync) {
 }
 
 bool contiguous(const expectation& e, bool c_order) {
+  for (std::int64_t x : e.shape)
+    if (x == 0) return true;  // empty: contiguous in every order
   std::int64_t expected = 1;
   const std::size_t n = e.shape.size();
   for (std::size_t k = 0; k < n; ++k) {

@@ -298,6 +298,9 @@ void check_view(const python::acquired& a, const owned_tensor& o, bool readonly_
     ARRAYPORT_FUZZ_CHECK(s.shape[i] <= 1 || v.strides[i] == strides[i], "strides differ from the tensor");
   const std::size_t itemsize = dtype::from_c(s.dtype).itemsize();
   ARRAYPORT_FUZZ_CHECK(empty || spans_fit(s, strides, itemsize), "strides that overflow were accepted");
+  std::int64_t count = 1;
+  for (std::int32_t i = 0; i < s.ndim && !empty; ++i)
+    ARRAYPORT_FUZZ_CHECK(!__builtin_mul_overflow(count, s.shape[i], &count), "more than 2^63 elements were accepted");
   std::uintptr_t expected = 0;
   if (s.data) {
     ARRAYPORT_FUZZ_CHECK(!__builtin_add_overflow(reinterpret_cast<std::uintptr_t>(s.data), s.byte_offset, &expected),

@@ -60,6 +60,13 @@ def test_cai_shape_whose_compact_strides_overflow_is_refused():
         ap.view(CAI(shape=(3, 2**62, 4)), protocol="cai")
 
 
+def test_cai_more_elements_than_int64_is_refused():
+    # Stride-0 axes let the span fit while the element count overflowed int64 (UB in the
+    # contiguity check and in size / nbytes).
+    with pytest.raises(ValueError, match=r"more than 2\^63 elements"):
+        ap.view(CAI(shape=(2**62, 3), strides=(0, 0)), protocol="cai")
+
+
 # ---- DLPack --------------------------------------------------------------------------------------
 
 def test_dlpack_byte_offset_past_the_address_space_is_refused_and_deleted_once():
@@ -105,3 +112,11 @@ def test_empty_arrays_are_contiguous_in_every_order(perm):
     assert a.c_contiguous == n.flags.c_contiguous == True  # noqa: E712
     assert a.f_contiguous == n.flags.f_contiguous == True  # noqa: E712
     assert a.reshape((0,)).shape == n.reshape((0,)).shape
+
+
+def test_empty_arrays_view_as_any_dtype_whatever_their_strides():
+    # Found by test_properties: view(dtype) checked the strides of an empty array against the new
+    # itemsize; NumPy views it (its strides address nothing).
+    a = ap.zeros((0, 2), "bool", memory="host").T
+    n = np.zeros((0, 2), bool).T
+    assert a.view("int16").shape == n.view(np.int16).shape

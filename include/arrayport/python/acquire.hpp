@@ -443,6 +443,12 @@ inline void check_geometry(const constraints& c, PyObject* obj, const arrayport_
   if (!spans_fit(v))
     fail_value(c, obj, "shape " + shape_string(v.shape, v.ndim) +
                            " and its strides address more than 2^63 bytes");
+  // Element counts (size, nbytes, contiguity checks) are int64 products: with stride-0 axes the
+  // span may fit while the count does not.
+  std::int64_t count = 1;
+  for (int i = 0; i < v.ndim; ++i)
+    if (__builtin_mul_overflow(count, v.shape[i], &count))
+      fail_value(c, obj, "shape " + shape_string(v.shape, v.ndim) + " has more than 2^63 elements");
   if (!v.data) fail_value(c, obj, "data pointer is NULL but the array has elements");
 }
 
