@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -11,7 +12,6 @@ import numpy as np
 import pytest
 
 import arrayport as ap
-from arrayport import _core
 from conftest import HAS_GPU, needs_gpu
 from dlpack_ctypes import Producer
 
@@ -22,8 +22,6 @@ HUGE = (2**25, 2**25)
 
 def run_python(code: str, timeout: float = 120, env: dict | None = None) -> subprocess.CompletedProcess:
     """Runs `code` in a fresh interpreter (the fork tests must not fork pytest itself)."""
-    import os
-
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
                           text=True, timeout=timeout, env={**os.environ, **(env or {})})
 
