@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -11,8 +12,8 @@ import numpy as np
 import pytest
 
 import arrayport as ap
-from arrayport import _core
 from conftest import HAS_GPU, needs_gpu
+from dlpack_ctypes import Producer
 
 # 2^52 bytes of float32: beyond the 47-bit user address space of x86-64 and AArch64, so the
 # allocation fails whatever the overcommit policy; its inputs are zero-stride views of one element.
@@ -21,8 +22,6 @@ HUGE = (2**25, 2**25)
 
 def run_python(code: str, timeout: float = 120, env: dict | None = None) -> subprocess.CompletedProcess:
     """Runs `code` in a fresh interpreter (the fork tests must not fork pytest itself)."""
-    import os
-
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
                           text=True, timeout=timeout, env={**os.environ, **(env or {})})
 
@@ -66,6 +65,26 @@ def test_a_broadcast_result_beyond_2_63_bytes_is_a_value_error_not_a_wrapped_siz
     x, y = (np.broadcast_to(np.float64(1), s) for s in ((2**30, 1), (1, 2**30)))
     with pytest.raises(ValueError, match=r"multiply: the result would have shape \(1073741824, "):
         ap.ops.multiply(x, y)
+
+
+class _CAIOnly:
+    def __init__(self, **cai):
+        self.__cuda_array_interface__ = {"typestr": "<f4", "data": (0x10000, False), "version": 3,
+                                         "strides": None, **cai}
+
+
+@pytest.mark.parametrize("make", [
+    lambda shape: _CAIOnly(shape=shape),
+    lambda shape: Producer(shape=shape),  # DLPack with NULL strides
+], ids=["cuda-array-interface", "dlpack"])
+def test_compact_strides_past_2_63_elements_are_refused_not_wrapped(make):
+    # Strides left to the consumer: those of shape (2, 2^62, 4) do not fit in int64 (the
+    # computation was a signed overflow that UBSan reported).
+    with pytest.raises(ValueError, match=r"shape \(2, 4611686018427387904, 4\) addresses more "
+                                         r"than 2\^63 bytes"):
+        ap.view(make((2, 2**62, 4)))
+    # an empty array of such a shape is fine: it addresses nothing
+    assert ap.view(make((0, 2**62, 4))).size == 0
 
 
 @needs_gpu

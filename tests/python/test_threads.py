@@ -129,11 +129,17 @@ def test_each_thread_its_own_current_stream():
 
 
 def test_the_gil_is_released_while_a_large_kernel_runs():
-    # A reduction over 2^28 elements of a zero-stride input: a long kernel that needs no memory.
-    x = np.broadcast_to(np.float32(1), (1 << 28,))
-    start = time.perf_counter()
-    assert float(np.asarray(ops.sum(x))) == float(1 << 28)
-    alone = time.perf_counter() - start
+    # A reduction of a zero-stride input (a long kernel that needs no memory), grown until it
+    # takes a fifth of a second: about 2^26 elements natively, fewer under a sanitizer.
+    n = 1 << 20
+    while True:
+        x = np.broadcast_to(np.float32(1), (n,))
+        start = time.perf_counter()
+        assert float(np.asarray(ops.sum(x))) == float(n)  # ones: exact in pairwise float32
+        alone = time.perf_counter() - start
+        if alone > 0.2 or n >= 1 << 30:
+            break
+        n *= 4
     assert alone > 0.05, f"the kernel took {alone:.3f} s: too short to tell"
 
     done = threading.Event()

@@ -426,6 +426,29 @@ inline bool spans_fit(const arrayport_view_t& v) noexcept {
   return true;
 }
 
+// Compact row-major strides (in elements) for a producer that gave none. False when one that is
+// needed does not fit in int64 (the trailing extents hold 2^63 elements or more) and the array is
+// not empty; the element count itself, never a stride, may overflow.
+inline bool compact_strides(const std::int64_t* shape, int ndim, std::int64_t* strides) noexcept {
+  std::int64_t stride = 1;
+  bool fits = true, empty = false;
+  for (int i = ndim; i-- > 0;) {
+    strides[i] = stride;
+    empty |= shape[i] == 0;
+    if (i > 0 && fits && __builtin_mul_overflow(stride, shape[i] > 0 ? shape[i] : 1, &stride)) {
+      fits = false;
+      stride = 0;
+    }
+  }
+  return fits || empty;
+}
+
+inline void require_compact_strides(const constraints& c, PyObject* obj, const std::int64_t* shape,
+                                    int ndim, std::int64_t* strides) {
+  if (!compact_strides(shape, ndim, strides))
+    fail_value(c, obj, "shape " + shape_string(shape, ndim) + " addresses more than 2^63 bytes");
+}
+
 // Shape and strides a producer handed over: non-negative extents, a rank arrayport supports, data
 // present when there are elements, and every reachable byte offset representable.
 inline void check_geometry(const constraints& c, PyObject* obj, const arrayport_view_t& v) {
@@ -457,10 +480,12 @@ inline bool contiguous(const arrayport_view_t& v, bool c_order) noexcept {
   for (int i = 0; i < v.ndim; ++i)
     if (v.shape[i] == 0) return true;
   std::int64_t expected = 1;
+  bool overflowed = false;  // the extents so far hold 2^63 elements or more: no stride matches
   for (int k = 0; k < v.ndim; ++k) {
     const int i = c_order ? v.ndim - 1 - k : k;
-    if (v.shape[i] != 1 && v.strides[i] != expected) return false;
-    expected *= v.shape[i];
+    if (v.shape[i] == 1) continue;
+    if (overflowed || v.strides[i] != expected) return false;
+    overflowed = __builtin_mul_overflow(expected, v.shape[i], &expected);
   }
   return true;
 }
@@ -587,21 +612,11 @@ struct detail_access {
     detail::check_dl_dtype(c, obj, t.dtype);
     const memory_kind kind = detail::kind_of_dl_device(c, obj, t.device);
     std::int64_t* ext = a.extents(t.ndim);
-    std::int64_t stride = 1;
-    bool empty = false, compact_overflows = false;
-    for (int i = t.ndim; i-- > 0;) {
+    for (int i = 0; i < t.ndim; ++i) {
       ext[i] = t.shape[i];
-      ext[t.ndim + i] = t.strides ? t.strides[i] : stride;
-      empty |= t.shape[i] == 0;
-      // NULL strides: compact row-major ones, which need not fit once the trailing extents hold
-      // 2^63 elements or more (the last product, the element count, is never a stride).
-      if (!t.strides && i > 0 &&
-          __builtin_mul_overflow(stride, t.shape[i] > 0 ? t.shape[i] : 1, &stride))
-        compact_overflows = true;
+      if (t.strides) ext[t.ndim + i] = t.strides[i];
     }
-    if (compact_overflows && !empty)
-      detail::fail_value(c, obj, "shape " + detail::shape_string(ext, t.ndim) +
-                                     " addresses more than 2^63 bytes");
+    if (!t.strides) detail::require_compact_strides(c, obj, ext, t.ndim, ext + t.ndim);
     // In integers: a byte_offset that wraps the address space is an error, not a pointer.
     std::uintptr_t address = 0;
     if (t.data && __builtin_add_overflow(reinterpret_cast<std::uintptr_t>(t.data), t.byte_offset, &address))
@@ -707,7 +722,6 @@ struct detail_access {
                                       " is not a whole number of items of " +
                                       std::to_string(b.itemsize) + " bytes");
     std::int64_t* ext = a.extents(b.ndim);
-    std::int64_t stride = 1;
     for (int i = b.ndim; i-- > 0;) {
       ext[i] = b.shape ? b.shape[i] : b.len / b.itemsize;
       if (b.strides) {
@@ -716,10 +730,7 @@ struct detail_access {
                                          std::to_string(i) + " is not a multiple of the itemsize " +
                                          std::to_string(b.itemsize));
         ext[b.ndim + i] = b.strides[i] / b.itemsize;
-      } else {
-        ext[b.ndim + i] = stride;
       }
-      stride = detail::next_compact_stride(stride, ext[i]);
     }
     if (!b.strides) {
       // Contiguous: the memory is exactly len bytes, so the shape must account for all of it.
@@ -738,6 +749,7 @@ struct detail_access {
                                         (overflow ? std::string("more than 2^63") : std::to_string(bytes)) +
                                         " bytes, but the buffer has len " + std::to_string(b.len));
     }
+    if (!b.strides) detail::require_compact_strides(c, obj, ext, b.ndim, ext + b.ndim);
     arrayport_view_t& v = a.m_view;
     v.data = b.buf;
     v.ndim = b.ndim;
@@ -994,20 +1006,18 @@ struct detail_access {
                                      std::to_string(ndim) + " ints");
     std::int64_t* ext = a.extents(static_cast<int>(ndim));
     const auto itemsize = static_cast<long long>(dt.itemsize());
-    std::int64_t stride = 1;
+    const bool given = strides && strides != Py_None;
     for (Py_ssize_t i = ndim; i-- > 0;) {
       ext[i] = as_int(PyTuple_GET_ITEM(shape, i), "shape");
-      if (strides && strides != Py_None) {
+      if (given) {
         const long long s = as_int(PyTuple_GET_ITEM(strides, i), "strides");
         if (s % itemsize != 0)
           detail::fail_value(c, obj, "stride " + std::to_string(s) + " of axis " + std::to_string(i) +
                                          " is not a multiple of the itemsize " + std::to_string(itemsize));
         ext[ndim + i] = s / itemsize;
-      } else {
-        ext[ndim + i] = stride;
       }
-      stride = detail::next_compact_stride(stride, ext[i]);
     }
+    if (!given) detail::require_compact_strides(c, obj, ext, static_cast<int>(ndim), ext + ndim);
     arrayport_view_t& v = a.m_view;
     v.data = reinterpret_cast<void*>(static_cast<std::uintptr_t>(ptr));
     v.ndim = static_cast<std::int32_t>(ndim);
