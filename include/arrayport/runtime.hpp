@@ -388,7 +388,7 @@ inline void* malloc_from_pool_async(std::size_t bytes, void* pool, stream_handle
 /// Is `stream` one of the handles that name "the default stream of whichever device is current"
 /// (nullptr, cudaStreamLegacy, cudaStreamPerThread)? arrayport reads such a handle, held with
 /// memory of device d, as device d's default stream, and calls CUDA with d current.
-constexpr bool is_default_stream(stream_handle stream) noexcept {
+inline bool is_default_stream(stream_handle stream) noexcept {
   return reinterpret_cast<std::uintptr_t>(stream) <= 2;
 }
 
