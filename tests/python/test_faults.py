@@ -101,7 +101,7 @@ def test_device_oom_in_an_op_leaves_inputs_intact_and_the_process_usable():
         assert float(np.asarray(ap.ops.min(x).get())) == v == float(np.asarray(ap.ops.max(x).get()))
     small = ap.ops.add(a[:1000], b[:1000]).get()
     assert small.tolist() == [5.0] * 1000
-    del a, b
+    del a, b, x  # x: the loop left b in it
     ap.cuda.synchronize()
     # the memory is back: the op that failed now fits
     c = ap.full((n,), 1.0, "float32", memory="device")

@@ -60,6 +60,13 @@ def test_cai_shape_whose_compact_strides_overflow_is_refused():
         ap.view(CAI(shape=(3, 2**62, 4)), protocol="cai")
 
 
+def test_cai_empty_array_whose_implied_strides_overflow_is_accepted():
+    # No element to address: the trailing extents' product may overflow (the fuzz oracle once
+    # expected those unused strides to be compact).
+    v = ap.view(CAI(shape=(0, 3, 2**62, 4)), protocol="cai")
+    assert v.shape == (0, 3, 2**62, 4) and v.size == 0 and v.nbytes == 0
+
+
 def test_cai_more_elements_than_int64_is_refused():
     # Stride-0 axes let the span fit while the element count overflowed int64 (UB in the
     # contiguity check and in size / nbytes).
@@ -81,6 +88,14 @@ def test_dlpack_shape_whose_compact_strides_overflow_is_refused_and_deleted_once
     p = Producer(values=(1.0,), shape=(3, 2**62, 4))
     with pytest.raises(ValueError, match=r"2\^63 bytes"):
         ap.view(p, protocol="dlpack")
+    assert p.deleted == 1
+
+
+def test_dlpack_empty_tensor_whose_implied_strides_overflow_is_accepted_and_deleted_once():
+    p = Producer(values=(1.0,), shape=(0, 3, 2**62, 4))
+    v = ap.view(p, protocol="dlpack")
+    assert v.shape == (0, 3, 2**62, 4) and v.size == 0 and v.nbytes == 0
+    del v
     assert p.deleted == 1
 
 

@@ -142,25 +142,38 @@ def test_the_gil_is_released_while_a_large_kernel_runs():
         n *= 4
     assert alone > 0.05, f"the kernel took {alone:.3f} s: too short to tell"
 
-    done = threading.Event()
+    def longest_stall():
+        done = threading.Event()
 
-    def reduce_in_background():
-        ops.sum(x)
-        done.set()
+        def reduce_in_background():
+            ops.sum(x)
+            done.set()
 
-    # This thread runs only while the other one does not hold the GIL: the longest stretch it
-    # could not run, from before the other thread starts to after it is done, is the measure.
-    th = threading.Thread(target=reduce_in_background)
-    last = time.perf_counter()
-    longest, spins = 0.0, 0
-    th.start()
-    while not done.is_set():
-        now = time.perf_counter()
-        longest = max(longest, now - last)
-        last = now
-        spins += 1
-    longest = max(longest, time.perf_counter() - last)  # the wait that ended the loop counts too
-    th.join()
-    # With the GIL held through the kernel, this thread would stop for the whole kernel.
-    assert longest < alone / 2, (longest, alone, spins)
-    assert spins > 100
+        # This thread runs only while the other one does not hold the GIL: the longest stretch
+        # it could not run, from before the other thread starts to after it is done, is the
+        # measure.
+        th = threading.Thread(target=reduce_in_background)
+        last = time.perf_counter()
+        longest, spins = 0.0, 0
+        th.start()
+        while not done.is_set():
+            now = time.perf_counter()
+            longest = max(longest, now - last)
+            last = now
+            spins += 1
+        longest = max(longest, time.perf_counter() - last)  # the wait that ended the loop counts
+        th.join()
+        return longest, spins
+
+    # With the GIL held through the kernel, this thread would stop for the whole kernel, every
+    # time. A shared 2-core machine can also stall it (the kernel's workers fill both cores), so
+    # one of three tries must show it running through the kernel.
+    tries = []
+    for _ in range(3):
+        longest, spins = longest_stall()
+        tries.append((round(longest, 3), spins))
+        if longest < alone / 2 and spins > 100:
+            break
+    else:
+        raise AssertionError(f"the kernel alone took {alone:.3f} s; (longest stall, spins) "
+                             f"while it ran in another thread: {tries}")
