@@ -133,6 +133,11 @@ PyObject* export_impl(PyObject* self, PyObject* args, PyObject* kwargs) {
       // what it is already
     } else if (type == ARRAYPORT_DEVICE_CPU && is_host_accessible(kind)) {
       device = {ARRAYPORT_DEVICE_CPU, 0};  // managed and pinned memory are readable as CPU memory
+    } else if (type == ARRAYPORT_DEVICE_CUDA && kind == memory_kind::managed &&
+               id == device.device_id) {
+      // Managed memory is device memory to a CUDA consumer: what one that knows no
+      // kDLCUDAManaged (PyTorch, JAX) can ask for.
+      device = {ARRAYPORT_DEVICE_CUDA, id};
     } else {
       buffer_error("__dlpack__: dl_device=(" + std::to_string(type) + ", " + std::to_string(id) +
                    ") asks for another device than the array's (" +

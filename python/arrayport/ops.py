@@ -9,10 +9,17 @@ thread's current stream (``with arrayport.cuda.Stream():``).
 Result dtypes follow NumPy 2: ``np.result_type`` for arrays, NEP 50 for Python scalars (a Python
 int/float/complex takes the array's dtype when its kind fits, so ``add(uint8_array, 300)`` raises
 OverflowError and ``multiply(float32_array, 1j)`` is complex64). bfloat16 promotes like float16,
-except that float16 with bfloat16 gives float32. Deviations from NumPy: ``out=`` must have the
-result dtype exactly (no casting), and ``out=`` may alias an input exactly but must not overlap it
-partially. Supported dtypes: bool, uint8, int32, int64, float16, bfloat16, float32, float64,
-complex64, complex128.
+except that float16 with bfloat16 gives float32. Deviation from NumPy: ``out=`` must have the
+result dtype exactly (no casting). An ``out=`` that overlaps an input other than element for
+element (``add(x[:-1], 1, out=x[1:])``) is computed through a temporary, as NumPy does.
+Supported dtypes: bool, uint8, int32, int64, float16, bfloat16, float32, float64, complex64,
+complex128.
+
+Reductions (``sum, mean, min, max``) take ``axis`` (None: all, an int or a tuple), ``keepdims`` and
+``out=`` (the result's shape and dtype exactly). ``dot(x, y, axis=None)`` is ``sum(x * y, axis)``
+with x and y broadcast together and accumulated as one reduction: for 1-d arrays the inner
+product (no conjugation), along an axis a batched inner product (``np.vecdot`` without its
+conjugation) -- not NumPy's matrix product for 2-d arrays.
 """
 
 from __future__ import annotations

@@ -254,38 +254,67 @@ void launch(ew_call& call, const placement& where) {
   cpu::elementwise_table[std::size_t(op)][std::size_t(t)](call);
 }
 
-std::vector<std::int64_t> build_reduce(reduce_call& call, const strided_view& view,
-                                       const std::vector<int>& axes, bool keepdims) {
+namespace {
+
+// The reduction layout of up to two inputs broadcast to `shape` (input k's stride is 0 along a
+// dimension it is broadcast in).
+std::vector<std::int64_t> reduce_layout(reduce_call& call, const strided_view* const* views,
+                                        int n, const std::vector<std::int64_t>& shape,
+                                        const std::vector<int>& axes, bool keepdims) {
   std::vector<std::int64_t> out_shape;
-  const auto item = static_cast<std::int64_t>(view.dtype().itemsize());
+  const int nd = static_cast<int>(shape.size());
   call.out_ndim = call.red_ndim = 0;
   call.n_out = call.len = 1;
-  for (int d = 0; d < view.ndim(); ++d) {
+  for (int d = 0; d < nd; ++d) {
     const bool reduced = std::find(axes.begin(), axes.end(), d) != axes.end();
-    const std::int64_t e = view.extent(d);
+    const std::int64_t e = shape[std::size_t(d)];
+    std::int64_t strides[2] = {0, 0};
+    for (int k = 0; k < n; ++k) {
+      const strided_view& v = *views[k];
+      const int vd = d - (nd - v.ndim());
+      if (vd >= 0 && v.extent(vd) != 1)
+        strides[k] = v.stride(vd) * static_cast<std::int64_t>(v.dtype().itemsize());
+    }
     if (reduced) {
       call.red_shape[call.red_ndim] = e;
-      call.red_strides[0][call.red_ndim] = view.stride(d) * item;
-      call.red_strides[1][call.red_ndim] = 0;
+      for (int k = 0; k < 2; ++k) call.red_strides[k][call.red_ndim] = strides[k];
       ++call.red_ndim;
       call.len *= e;
       if (keepdims) out_shape.push_back(1);
     } else {
       call.out_shape[call.out_ndim] = e;
-      call.out_strides[0][call.out_ndim] = view.stride(d) * item;
-      call.out_strides[1][call.out_ndim] = 0;
+      for (int k = 0; k < 2; ++k) call.out_strides[k][call.out_ndim] = strides[k];
       ++call.out_ndim;
       call.n_out *= e;
       out_shape.push_back(e);
     }
   }
-  collapse<ARRAYPORT_MAX_NDIM, 1>(call.out_ndim, call.out_shape, call.out_strides);
-  collapse<ARRAYPORT_MAX_NDIM, 1>(call.red_ndim, call.red_shape, call.red_strides);
-  call.in[0] = static_cast<const char*>(view.data());
-  call.in[1] = nullptr;
-  call.in_types[0] = call.in_types[1] = to_type_id(view.dtype());
-  call.contiguous = call.n_out == 1 && (call.red_ndim == 0 || (call.red_ndim == 1 && call.red_strides[0][0] == item));
+  collapse<ARRAYPORT_MAX_NDIM, 2>(call.out_ndim, call.out_shape, call.out_strides);
+  collapse<ARRAYPORT_MAX_NDIM, 2>(call.red_ndim, call.red_shape, call.red_strides);
+  for (int k = 0; k < 2; ++k) {
+    call.in[k] = k < n ? static_cast<const char*>(views[k]->data()) : nullptr;
+    call.in_types[k] = to_type_id(views[k < n ? k : 0]->dtype());
+  }
+  const auto item = static_cast<std::int64_t>(views[0]->dtype().itemsize());
+  call.contiguous = n == 1 && call.n_out == 1 &&
+                    (call.red_ndim == 0 || (call.red_ndim == 1 && call.red_strides[0][0] == item));
   return out_shape;
+}
+
+}  // namespace
+
+std::vector<std::int64_t> build_reduce(reduce_call& call, const strided_view& view,
+                                       const std::vector<int>& axes, bool keepdims) {
+  const strided_view* views[] = {&view};
+  const std::vector<std::int64_t> shape(view.c_view().shape, view.c_view().shape + view.ndim());
+  return reduce_layout(call, views, 1, shape, axes, keepdims);
+}
+
+std::vector<std::int64_t> build_reduce(reduce_call& call, const strided_view& x,
+                                       const strided_view& y, const std::vector<std::int64_t>& shape,
+                                       const std::vector<int>& axes, bool keepdims) {
+  const strided_view* views[] = {&x, &y};
+  return reduce_layout(call, views, 2, shape, axes, keepdims);
 }
 
 void launch(reduce_call& call, const placement& where) {

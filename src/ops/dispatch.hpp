@@ -66,6 +66,12 @@ void launch(ew_call& call, const placement& where);
 std::vector<std::int64_t> build_reduce(reduce_call& call, const strided_view& view,
                                        const std::vector<int>& axes, bool keepdims);
 
+/// The same for dot: x and y broadcast to `shape` (broadcast_shapes of the two), reduced over
+/// `axes` of it.
+std::vector<std::int64_t> build_reduce(reduce_call& call, const strided_view& x,
+                                       const strided_view& y, const std::vector<std::int64_t>& shape,
+                                       const std::vector<int>& axes, bool keepdims);
+
 void launch(reduce_call& call, const placement& where);
 
 }  // namespace arrayport::ops

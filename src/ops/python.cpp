@@ -111,6 +111,51 @@ std::string shape_str(const std::int64_t* s, int n) {
   return r + ")";
 }
 
+// The bytes [lo, hi) a view touches; false when it has no element.
+bool byte_range(const strided_view& v, std::uintptr_t& lo, std::uintptr_t& hi) {
+  const auto item = static_cast<std::int64_t>(v.dtype().itemsize());
+  auto low = reinterpret_cast<std::intptr_t>(v.data()), high = low;
+  for (int d = 0; d < v.ndim(); ++d) {
+    const std::int64_t e = v.extent(d);
+    if (e == 0) return false;
+    const std::int64_t step = (e - 1) * v.stride(d) * item;  // fits: acquire checked the span
+    (step > 0 ? high : low) += static_cast<std::intptr_t>(step);
+  }
+  lo = static_cast<std::uintptr_t>(low);
+  hi = static_cast<std::uintptr_t>(high) + static_cast<std::uintptr_t>(item);
+  return true;
+}
+
+bool overlaps(const strided_view& a, const strided_view& b) {
+  std::uintptr_t alo, ahi, blo, bhi;
+  return byte_range(a, alo, ahi) && byte_range(b, blo, bhi) && alo < bhi && blo < ahi;
+}
+
+// An element-wise op may write out while it reads `in` only when every element is read from the
+// place it is written to: the same data pointer and dtype size, and in's strides (broadcast
+// dimensions: 0) equal to out's wherever out has more than one element.
+bool same_elements(const strided_view& in, const strided_view& out) {
+  if (in.data() != out.data() || in.dtype().itemsize() != out.dtype().itemsize()) return false;
+  const int off = out.ndim() - in.ndim();
+  if (off < 0) return false;
+  for (int d = 0; d < out.ndim(); ++d) {
+    if (out.extent(d) == 1) continue;
+    const std::int64_t s = d < off || in.extent(d - off) == 1 ? 0 : in.stride(d - off);
+    if (s != out.stride(d)) return false;
+  }
+  return true;
+}
+
+bool c_contiguous(const strided_view& v) {
+  std::int64_t expected = 1;
+  for (int d = v.ndim(); d-- > 0;) {
+    if (v.extent(d) == 0) return true;
+    if (v.extent(d) != 1 && v.stride(d) != expected) return false;
+    expected *= v.extent(d);
+  }
+  return true;
+}
+
 // astype's dtype=, read as arrayport.empty reads it, with messages that name the function.
 dtype parse_ops_dtype(nb::handle d) {
   if (d.is_none())
@@ -249,9 +294,16 @@ nb::object elementwise(ops::op_id op, const char* op_name, const nb::handle* obj
   call.params.has_value = !zero_value.is_none();
   if (call.params.has_value) scalar_to_bytes(zero_value.ptr(), ops::to_dtype(rt), call.params.value);
 
+  // out= overlapping an input other than element for element (out=x[1:] of add(x[:-1], 1)): the
+  // result goes to a temporary first, then into out, as NumPy does.
+  bool through_temporary = false;
+  for (int i = 0; has_out && i < n; ++i)
+    if (args[i].kind == weak_kind::none && overlaps(args[i].view, args[n].view) &&
+        !same_elements(args[i].view, args[n].view))
+      through_temporary = true;
   output_holder result;
   strided_view out_view;
-  if (has_out) {
+  if (has_out && !through_temporary) {
     out_view = args[n].view;
   } else {
     allocate_output(result, op_name, out_dt, shape, where);
@@ -267,6 +319,13 @@ nb::object elementwise(ops::op_id op, const char* op_name, const nb::handle* obj
     ops::launch(call, where);
   } else {
     ops::launch(call, where);
+  }
+  if (through_temporary) {
+    const nb::object temporary =
+        make_owned_array(std::move(result.storage), out_dt, shape, current_stream_object());
+    const nb::handle source = temporary;
+    static const char* const names[] = {"x"};
+    elementwise(ops::op_id::copy, op_name, &source, names, 1, out_obj);
   }
   wait_before_release(holders, n + (has_out ? 1 : 0), where);
   if (has_out) return nb::borrow(out_obj);
@@ -303,18 +362,49 @@ std::vector<int> parse_axes(nb::handle axis, int ndim, const char* op_name) {
   return axes;
 }
 
+// A reduction's out=: the result's shape and dtype exactly (no casting), writable.
+void check_reduce_out(const char* op_name, const strided_view& out, dtype out_dt,
+                      const std::vector<std::int64_t>& shape) {
+  const int nd = static_cast<int>(shape.size());
+  bool same = out.ndim() == nd;
+  for (int d = 0; same && d < nd; ++d) same = out.extent(d) == shape[std::size_t(d)];
+  if (!same)
+    throw value_error(std::string(op_name) + ": out: expected shape " + shape_str(shape.data(), nd) +
+                      ", got " + shape_str(out.c_view().shape, out.ndim()));
+  if (out.dtype() != out_dt)
+    throw type_error(std::string(op_name) + ": out: expected dtype " + std::string(out_dt.name()) +
+                     ", got " + arrayport::detail::describe(out.dtype()));
+  if (out.readonly())
+    throw value_error(std::string(op_name) + ": out: expected a writable array, got a read-only one");
+}
+
+// Runs the reduction into out (when it is C-contiguous and no input overlaps it) or into a new
+// array, copied into out when there is one.
 nb::object finish_reduce(ops::reduce_call& call, const char* op_name, const ops::placement& where,
-                         dtype out_dt, const std::vector<std::int64_t>& shape) {
+                         dtype out_dt, const std::vector<std::int64_t>& shape,
+                         const ops_arg* inputs, int n_inputs, const ops_arg* out, nb::handle out_obj) {
+  bool direct = out && c_contiguous(out->view);
+  for (int i = 0; direct && i < n_inputs; ++i) direct = !overlaps(inputs[i].view, out->view);
   output_holder result;
-  allocate_output(result, op_name, out_dt, shape, where);
-  call.out = static_cast<char*>(result.storage.data());
+  if (direct) {
+    call.out = static_cast<char*>(out->view.data());
+  } else {
+    allocate_output(result, op_name, out_dt, shape, where);
+    call.out = static_cast<char*>(result.storage.data());
+  }
   if (release_gil(where, call.n_out * call.len)) {
     gil_release unlocked;
     ops::launch(call, where);
   } else {
     ops::launch(call, where);
   }
-  return make_owned_array(std::move(result.storage), out_dt, shape, current_stream_object());
+  if (direct) return nb::borrow(out_obj);
+  nb::object r = make_owned_array(std::move(result.storage), out_dt, shape, current_stream_object());
+  if (!out) return r;
+  const nb::handle source = r;
+  static const char* const names[] = {"x"};
+  elementwise(ops::op_id::copy, op_name, &source, names, 1, out_obj);
+  return nb::borrow(out_obj);
 }
 
 const char* reduce_name(ops::reduce_op op) {
@@ -327,60 +417,63 @@ const char* reduce_name(ops::reduce_op op) {
   }
 }
 
-nb::object reduce(ops::reduce_op op, nb::handle x, nb::handle axis, bool keepdims) {
+nb::object reduce(ops::reduce_op op, nb::handle x, nb::handle axis, bool keepdims,
+                  nb::handle out_obj) {
   const char* op_name = reduce_name(op);
-  input_holder h;
-  ops_arg arg;
-  ops_input(x, op_name, "x", h, arg, /*allow_scalar=*/false);
-  const type_id t = ops::to_type_id(arg.view.dtype());
+  input_holder hs[2];
+  ops_arg args[2];
+  ops_input(x, op_name, "x", hs[0], args[0], /*allow_scalar=*/false);
+  const type_id t = ops::to_type_id(args[0].view.dtype());
   const type_id rt = (t == ops::invalid_type || int(t) >= ops::elementwise_type_count)
                          ? ops::invalid_type : ops::reduce_result_type(op, t);
   if (rt == ops::invalid_type)
     throw type_error(std::string(op_name) + ": not supported for dtype " +
-                     arrayport::detail::describe(arg.view.dtype()));
-  const std::vector<int> axes = parse_axes(axis, arg.view.ndim(), op_name);
-  const ops::placement where = ops::place(op_name, {&arg});
+                     arrayport::detail::describe(args[0].view.dtype()));
+  const std::vector<int> axes = parse_axes(axis, args[0].view.ndim(), op_name);
+  const bool has_out = !out_obj.is_none();
+  if (has_out) ops_input(out_obj, op_name, "out", hs[1], args[1], /*allow_scalar=*/false);
+  const ops::placement where =
+      has_out ? ops::place(op_name, {&args[0], &args[1]}) : ops::place(op_name, {&args[0]});
   ops::reduce_call call;
   call.op = op;
   call.in_type = t;
-  const std::vector<std::int64_t> shape = ops::build_reduce(call, arg.view, axes, keepdims);
+  const std::vector<std::int64_t> shape = ops::build_reduce(call, args[0].view, axes, keepdims);
+  const dtype out_dt = ops::to_dtype(rt);
+  if (has_out) check_reduce_out(op_name, args[1].view, out_dt, shape);
   if (call.len == 0 && call.n_out > 0 && (op == ops::reduce_op::min || op == ops::reduce_op::max))
     throw value_error(std::string(op_name) + ": zero-size array to reduction operation " +
                       op_name + " which has no identity");
-  nb::object r = finish_reduce(call, op_name, where, ops::to_dtype(rt), shape);
-  wait_before_release(&h, 1, where);
+  nb::object r = finish_reduce(call, op_name, where, out_dt, shape, args, 1,
+                               has_out ? &args[1] : nullptr, out_obj);
+  wait_before_release(hs, has_out ? 2 : 1, where);
   return r;
 }
 
-nb::object dot(nb::handle x, nb::handle y) {
-  input_holder hs[2];
-  ops_arg args[2];
+// sum(x * y) over axis, x and y broadcast together: the inner product (no conjugation) of 1-d
+// arrays, and along axes of n-d ones (np.vecdot's product without its conjugation; not np.dot's
+// matrix product).
+nb::object dot(nb::handle x, nb::handle y, nb::handle axis, bool keepdims, nb::handle out_obj) {
+  input_holder hs[3];
+  ops_arg args[3];
   ops_input(x, "dot", "x", hs[0], args[0], false);
   ops_input(y, "dot", "y", hs[1], args[1], false);
   const type_id rt = ops::result_type(ops::op_id::multiply, "dot", {&args[0], &args[1]});
-  if (args[0].view.ndim() != 1 || args[1].view.ndim() != 1 ||
-      args[0].view.extent(0) != args[1].view.extent(0))
-    throw value_error("dot: expected two 1-dimensional arrays of the same length, got shapes " +
-                      shape_str(args[0].view.c_view().shape, args[0].view.ndim()) + " and " +
-                      shape_str(args[1].view.c_view().shape, args[1].view.ndim()));
-  const ops::placement where = ops::place("dot", {&args[0], &args[1]});
+  const std::vector<std::int64_t> full = ops::broadcast_shapes("dot", {&args[0], &args[1]});
+  const std::vector<int> axes = parse_axes(axis, static_cast<int>(full.size()), "dot");
+  const bool has_out = !out_obj.is_none();
+  if (has_out) ops_input(out_obj, "dot", "out", hs[2], args[2], /*allow_scalar=*/false);
+  const ops::placement where = has_out ? ops::place("dot", {&args[0], &args[1], &args[2]})
+                                       : ops::place("dot", {&args[0], &args[1]});
   ops::reduce_call call;
   call.op = ops::reduce_op::dot;
   call.in_type = rt;
-  call.n_out = 1;
-  call.len = args[0].view.extent(0);
-  call.out_ndim = 0;
-  call.red_ndim = 1;
-  call.red_shape[0] = call.len;
-  for (int k = 0; k < 2; ++k) {
-    call.in[k] = static_cast<const char*>(args[k].view.data());
-    call.in_types[k] = ops::to_type_id(args[k].view.dtype());
-    call.red_strides[k][0] =
-        args[k].view.stride(0) * static_cast<std::int64_t>(args[k].view.dtype().itemsize());
-  }
-  call.contiguous = false;
-  nb::object r = finish_reduce(call, "dot", where, ops::to_dtype(rt), {});
-  wait_before_release(hs, 2, where);
+  const std::vector<std::int64_t> shape =
+      ops::build_reduce(call, args[0].view, args[1].view, full, axes, keepdims);
+  const dtype out_dt = ops::to_dtype(rt);
+  if (has_out) check_reduce_out("dot", args[2].view, out_dt, shape);
+  nb::object r = finish_reduce(call, "dot", where, out_dt, shape, args, 2,
+                               has_out ? &args[2] : nullptr, out_obj);
+  wait_before_release(hs, has_out ? 3 : 2, where);
   return r;
 }
 
@@ -440,15 +533,19 @@ void register_ops(nb::module_& parent) {
         "a * x + y in one pass (rounded after the multiply and after the add, as NumPy would).");
 
   auto reduction = [&](const char* name, ops::reduce_op op, const char* doc) {
-    m.def(name, [op](nb::handle x, nb::handle axis, bool keepdims) {
-            return reduce(op, x, axis, keepdims);
-          }, "x"_a, "axis"_a = nb::none(), "keepdims"_a = false, doc);
+    m.def(name, [op](nb::handle x, nb::handle axis, bool keepdims, nb::handle out) {
+            return reduce(op, x, axis, keepdims, out);
+          }, "x"_a, "axis"_a = nb::none(), "keepdims"_a = false, nb::kw_only(),
+          "out"_a = nb::none(), doc);
   };
   reduction("sum", ops::reduce_op::sum, "Sum over axis (None: all), pairwise/tree accumulated.");
   reduction("mean", ops::reduce_op::mean, "Mean over axis (None: all); integers give float64.");
   reduction("min", ops::reduce_op::min, "Minimum over axis; NaN propagates; empty is an error.");
   reduction("max", ops::reduce_op::max, "Maximum over axis; NaN propagates; empty is an error.");
-  m.def("dot", &dot, "x"_a, "y"_a, "Inner product of two 1-d arrays (no conjugation).");
+  m.def("dot", &dot, "x"_a, "y"_a, "axis"_a = nb::none(), "keepdims"_a = false, nb::kw_only(),
+        "out"_a = nb::none(),
+        "sum(x * y) over axis (None: all), x and y broadcast together; no conjugation. For 1-d "
+        "arrays the inner product; not NumPy's matrix product for 2-d ones.");
 }
 
 }  // namespace arrayport::ext

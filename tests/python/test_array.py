@@ -243,6 +243,10 @@ def test_cpu_array_refuses_a_stream_and_a_foreign_device():
         a.__dlpack__(stream=5)
     with pytest.raises(BufferError, match="copy=False forbids"):
         a.__dlpack__(dl_device=(2, 0), copy=False)
+    # a managed request without a GPU is host memory: never labelled as device memory
+    m = ap.zeros(2, memory="managed")
+    with pytest.raises(BufferError, match=r"dl_device=\(2, 0\) asks for another device"):
+        m.__dlpack__(dl_device=(2, 0))
 
 
 def test_device_memory_without_a_gpu_is_a_no_device_error():
@@ -298,6 +302,52 @@ def test_torch_takes_managed_arrays_zero_copy_through_cai():
     t += 2
     torch.cuda.synchronize()
     assert np.asarray(a).sum() == 200   # and the host sees it through the buffer protocol
+
+
+@needs_gpu
+def test_managed_arrays_go_to_consumers_without_kdlcudamanaged_as_device_memory():
+    # PyTorch and JAX refuse DLPack device type 13 (kDLCUDAManaged); a consumer that asks for
+    # dl_device=(kDLCUDA, id) gets the managed memory labelled as device memory, without a copy.
+    torch = pytest.importorskip("torch")
+    a = ap.full(256, 5, "float32", memory="managed")
+    t = torch.from_dlpack(a.__dlpack__(dl_device=(2, 0), max_version=(1, 0)))
+    assert t.data_ptr() == a.ptr and t.is_cuda
+    t += 1
+    torch.cuda.synchronize()
+    assert np.asarray(a).sum() == 6 * 256
+    with pytest.raises(BufferError, match=r"dl_device=\(2, 1\) asks for another device"):
+        a.__dlpack__(dl_device=(2, 1))
+    jax = pytest.importorskip("jax")
+
+    class AsDevice:  # what a JAX user writes: the device label JAX knows
+        def __dlpack_device__(self):
+            return (2, 0)
+
+        def __dlpack__(self, **kw):
+            kw["dl_device"] = (2, 0)
+            return a.__dlpack__(**kw)
+
+    j = jax.dlpack.from_dlpack(AsDevice())
+    assert j.unsafe_buffer_pointer() == a.ptr and float(j.sum()) == 6 * 256
+
+
+@needs_gpu
+@pytest.mark.parametrize("memory", ["device", "managed"])
+def test_numba_and_cuda_core_take_arrays_zero_copy_and_writes_are_seen(memory):
+    numba_cuda = pytest.importorskip("numba.cuda")
+    a = ap.full(256, 5, "float32", memory=memory)
+    nb_arr = numba_cuda.as_cuda_array(a)
+    assert nb_arr.__cuda_array_interface__["data"][0] == a.ptr
+    nb_arr.copy_to_device(np.full(256, 3, np.float32))     # Numba writes ...
+    numba_cuda.synchronize()
+    assert a.get().sum() == 3 * 256                          # ... arrayport reads
+    a[:] = 4                                                 # arrayport writes ...
+    ap.cuda.synchronize()
+    assert nb_arr.copy_to_host().sum() == 4 * 256            # ... Numba reads
+    core = pytest.importorskip("cuda.core")
+    smv = getattr(core, "StridedMemoryView", None) or core.utils.StridedMemoryView
+    view = smv.from_any_interface(a, stream_ptr=-1) if hasattr(smv, "from_any_interface") else smv(a, stream_ptr=-1)
+    assert view.ptr == a.ptr and tuple(view.shape) == (256,) and view.is_device_accessible
 
 
 @needs_gpu

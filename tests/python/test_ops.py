@@ -347,6 +347,24 @@ def test_reduction_edge_cases():
     assert float(np.asarray(ops.sum(np.float64(2.5)))) == 2.5  # a NumPy scalar is a 0-d array
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("n", [1, 7, 15, 16, 17, 100, 1001, 70_000, 300_001])
+def test_max_min_of_contiguous_floats_at_every_edge(dtype, n):
+    # The vectorised path: lengths around its step (16 floats / 8 doubles), the tail, the split
+    # into parallel chunks; NaN in the first, middle and last place; infinities.
+    x = np.random.default_rng(n).standard_normal(n).astype(dtype)
+    assert float(np.asarray(ops.max(x))) == x.max() and float(np.asarray(ops.min(x))) == x.min()
+    for pos in {0, n // 2, n - 1}:
+        y = x.copy()
+        y[pos] = np.nan
+        assert np.isnan(float(np.asarray(ops.max(y)))) and np.isnan(float(np.asarray(ops.min(y))))
+    y = x.copy()
+    y[n // 3] = np.inf
+    assert float(np.asarray(ops.max(y))) == np.inf
+    y[n // 3] = -np.inf
+    assert float(np.asarray(ops.min(y))) == -np.inf
+
+
 @pytest.mark.parametrize("dtype", ALL_DTYPES)
 def test_dot(dtype):
     x = rng_array((1000,), dtype, 1)
@@ -356,6 +374,116 @@ def test_dot(dtype):
     kind = dtype if dtype in ("bfloat16", "float16") else str(np.asarray(want).dtype)
     check(got, want, kind, {**RED_RTOL, "float16": 5e-2, "bfloat16": 1e-1})
     assert ops.dot(np.ones(3, np.int32), np.ones(3, np.float32)).dtype == "float64"
+
+
+@pytest.mark.parametrize("dtype", ["int32", "float32", "float64", "complex128"])
+@pytest.mark.parametrize("axis", [None, 0, 1, -1, (0, 2)])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_dot_along_axes_is_the_sum_of_the_product(dtype, axis, keepdims):
+    x = rng_array((4, 5, 6), dtype, 3)
+    y = rng_array((5, 12), dtype, 4)[:, ::2]       # broadcast against x, strided
+    got = ops.dot(x, y, axis=axis, keepdims=keepdims)
+    want = np.sum(x * y, axis=axis, keepdims=keepdims, dtype=(x * y).dtype)  # np.dot's dtype
+    assert got.shape == np.shape(want) and got.dtype == str(np.asarray(want).dtype)
+    check(got, want, str(np.asarray(want).dtype), RED_RTOL)
+
+
+def test_dot_of_transposed_and_reversed_views():
+    base = rng_array((8, 9), "float64", 5)
+    x, y = base.T, base[::-1].T
+    for axis in (None, 0, 1):
+        check(ops.dot(x, y, axis=axis), np.sum(x * y, axis=axis), "float64")
+    assert float(np.asarray(ops.dot(np.zeros((3, 0)), np.zeros((3, 0))))) == 0.0
+    check(ops.dot(np.zeros((3, 0)), np.zeros((3, 0)), axis=1), np.zeros(3), "float64")
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "min", "max"])
+def test_reductions_write_into_out(name):
+    x = rng_array((6, 7, 8), "float64", 6)
+    want = getattr(np, name)(x, axis=1)
+    out = np.full((6, 8), -1.0)
+    assert getattr(ops, name)(x, axis=1, out=out) is out           # C-contiguous: written directly
+    np.testing.assert_allclose(out, want, rtol=1e-12)
+    strided = np.full((6, 16), -1.0)
+    r = getattr(ops, name)(x, axis=1, out=strided[:, ::2])          # through a temporary
+    assert isinstance(r, np.ndarray)
+    np.testing.assert_allclose(strided[:, ::2], want, rtol=1e-12)
+    np.testing.assert_array_equal(strided[:, 1::2], -1.0)
+    keep = ap.zeros((6, 1, 8), "float64", memory="host")
+    assert getattr(ops, name)(x, axis=1, keepdims=True, out=keep) is keep
+    np.testing.assert_allclose(np.asarray(keep)[:, 0], want, rtol=1e-12)
+    scalar = np.zeros((), np.float64)
+    getattr(ops, name)(x, out=scalar)
+    assert float(scalar) == pytest.approx(float(getattr(np, name)(x)), rel=1e-12)
+
+
+def test_dot_writes_into_out():
+    x, y = rng_array((5, 7), "float32", 1), rng_array((7,), "float32", 2)
+    out = np.zeros(5, np.float32)
+    assert ops.dot(x, y, axis=1, out=out) is out
+    np.testing.assert_allclose(out, (x * y).sum(axis=1), rtol=1e-5)
+
+
+def test_a_reduction_into_an_out_that_overlaps_its_input():
+    x = np.arange(12, dtype=np.float64).reshape(3, 4)
+    want = x.sum(axis=1)
+    ops.sum(x, axis=1, out=x[:, 0])          # out is part of the input: through a temporary
+    np.testing.assert_array_equal(x[:, 0], want)
+    np.testing.assert_array_equal(x[:, 1:], np.arange(12, dtype=np.float64).reshape(3, 4)[:, 1:])
+
+
+def test_reduction_out_errors_leave_out_untouched():
+    x = np.ones((3, 4))
+    out = np.full(3, 7.0)
+    with pytest.raises(ValueError, match=r"sum: out: expected shape \(4,\), got \(3,\)"):
+        ops.sum(x, axis=0, out=out)
+    with pytest.raises(ValueError, match=r"sum: out: expected shape \(3, 1\), got \(3,\)"):
+        ops.sum(x, axis=1, keepdims=True, out=out)
+    with pytest.raises(TypeError, match="sum: out: expected dtype int64, got float64"):
+        ops.sum(np.ones((3, 4), np.int32), axis=1, out=out)
+    with pytest.raises(TypeError, match="mean: out: expected dtype float64, got float32"):
+        ops.mean(x, axis=1, out=np.zeros(3, np.float32))
+    readonly = np.full(3, 7.0)
+    readonly.flags.writeable = False
+    with pytest.raises(ValueError, match="max: out: expected a writable array, got a read-only one"):
+        ops.max(x, axis=1, out=readonly)
+    with pytest.raises(TypeError, match=r"min: argument 'out': expected an arrayport.Array, any array"):
+        ops.min(x, axis=1, out=[0, 0, 0])
+    with pytest.raises(ValueError, match=r"dot: out: expected shape \(\), got \(3,\)"):
+        ops.dot(x, x, out=out)
+    np.testing.assert_array_equal(out, 7.0)
+    np.testing.assert_array_equal(readonly, 7.0)
+
+
+@pytest.mark.parametrize("case", ["shift right", "shift left", "reversed", "transposed", "broadcast row"])
+def test_out_overlapping_an_input_gives_numpys_answer(case):
+    def run(lib, x):
+        if case == "shift right":
+            lib.add(x[:-1], 1.0, out=x[1:])
+        elif case == "shift left":
+            lib.multiply(x[1:], 2.0, out=x[:-1])
+        elif case == "reversed":
+            lib.subtract(x, x[::-1], out=x)
+        elif case == "transposed":
+            m = x[:16].reshape(4, 4)
+            lib.add(m, m.T, out=m)
+        else:
+            m = x[:16].reshape(4, 4)
+            lib.add(m[0], m, out=m)              # row 0 read by every row, and written
+    x = np.arange(20, dtype=np.float64)
+    want = x.copy()
+    run(np, want)
+    run(ops, x)
+    np.testing.assert_array_equal(x, want)
+
+
+def test_out_that_is_an_input_element_for_element_is_written_in_place():
+    x = np.arange(6, dtype=np.float32)
+    assert ops.add(x, x, out=x) is x
+    np.testing.assert_array_equal(x, 2 * np.arange(6, dtype=np.float32))
+    m = np.arange(6, dtype=np.float32).reshape(2, 3)
+    ops.multiply(m, m[:, :], out=m)          # another view of the same elements
+    np.testing.assert_array_equal(m, np.arange(6, dtype=np.float32).reshape(2, 3) ** 2)
 
 
 # ---- errors ---------------------------------------------------------------------------------------
@@ -398,7 +526,7 @@ def test_bad_inputs():
         ops.sum(np.ones((2, 3)), axis=1.0)
     with pytest.raises(ValueError, match="max: zero-size array to reduction operation max which has no identity"):
         ops.max(np.zeros((0, 3)))
-    with pytest.raises(ValueError, match=r"dot: expected two 1-dimensional arrays of the same length, got shapes \(3,\) and \(4,\)"):
+    with pytest.raises(ValueError, match=r"dot: operands could not be broadcast together: 'x' \(3,\) 'y' \(4,\)"):
         ops.dot(np.ones(3), np.ones(4))
     with pytest.raises(TypeError, match=r"sum: argument 'x': expected an arrayport.Array, any array \(buffer protocol, __dlpack__ or __cuda_array_interface__\), got float"):
         ops.sum(3.0)
@@ -518,6 +646,30 @@ def test_gpu_out_where_astype_axpy_dot(memory):
     check(ops.divide(gx, to_gpu(np.zeros((300, 7), np.float32), memory), zero_value=5), np.full((300, 7), 5, np.float32), "float32")
     v = rng_array((100_001,), "float64", 3)
     check(ops.dot(to_gpu(v, memory), to_gpu(v, memory)), np.dot(v, v), "float64", RED_RTOL)
+    for axis in (0, 1, (0, 1)):
+        check(ops.dot(gx, gy, axis=axis), (x * y).sum(axis=axis), "float32", RED_RTOL)
+    check(ops.dot(gx.T, gx.T, axis=0), (x * x).sum(axis=1), "float32", RED_RTOL)
+
+
+@needs_gpu
+@pytest.mark.parametrize("memory", GPU_MEMORY)
+def test_gpu_reductions_into_out_and_overlapping_out(memory):
+    x = rng_array((40, 30), "float64", 7)
+    gx = to_gpu(x, memory)
+    out = to_gpu(np.zeros(40), memory)
+    assert ops.sum(gx, axis=1, out=out) is out
+    check(out, x.sum(axis=1), "float64", RED_RTOL)
+    wide = to_gpu(np.full(80, -1.0), memory)
+    ops.max(gx, axis=1, out=wide[::2])
+    check(wide[::2], x.max(axis=1), "float64")
+    check(wide[1::2], np.full(40, -1.0), "float64")
+    ops.dot(gx, gx, axis=1, out=out)
+    check(out, (x * x).sum(axis=1), "float64", RED_RTOL)
+    v = to_gpu(np.arange(10, dtype=np.float64), memory)
+    ops.add(v[:-1], 1.0, out=v[1:])
+    want = np.arange(10, dtype=np.float64)
+    np.add(want[:-1], 1.0, out=want[1:])
+    check(v, want, "float64")
 
 
 @needs_gpu

@@ -11,7 +11,7 @@ namespace arrayport::ops::cpu {
 namespace {
 
 // Below this many elements a call stays on the calling thread (waking workers costs ~10 us).
-constexpr std::int64_t parallel_grain = std::int64_t(1) << 15;
+constexpr std::int64_t parallel_grain = std::int64_t(1) << 16;
 
 template <class A>
 struct array_get {

@@ -46,12 +46,15 @@ class pool {
       fn(context, 0, n);
       return;
     }
-    if (m_workers.empty()) {  // first job: start the workers (they wait for generation 1)
+    if (m_workers.empty()) {  // first job: start the workers (they wait for a slot)
       for (unsigned i = 0; i < m_worker_count; ++i) m_workers.emplace_back([this] { loop(); });
       for (auto& t : m_workers) t.detach();
     }
     const std::int64_t max_chunks = std::int64_t(threads()) * 4;
     const std::int64_t chunk = std::max(grain, (n + max_chunks - 1) / max_chunks);
+    // Only as many workers as there are chunks beyond the caller's first are woken.
+    const auto helpers = static_cast<int>(
+        std::min<std::int64_t>(std::int64_t(m_workers.size()), (n + chunk - 1) / chunk - 1));
     {
       std::lock_guard<std::mutex> lock(m_mutex);
       m_fn = fn;
@@ -59,12 +62,16 @@ class pool {
       m_n = n;
       m_chunk = chunk;
       m_next.store(0, std::memory_order_relaxed);
-      m_active = static_cast<int>(m_workers.size());
-      ++m_generation;
+      m_slots = m_active = helpers;
     }
-    m_wake.notify_all();
+    if (helpers == static_cast<int>(m_workers.size())) m_wake.notify_all();
+    else for (int i = 0; i < helpers; ++i) m_wake.notify_one();
     work();
+    // Every chunk is taken: slots no worker has claimed yet are withdrawn, so the caller waits
+    // only for the workers already running a chunk, never for one still waking up.
     std::unique_lock<std::mutex> lock(m_mutex);
+    m_active -= m_slots;
+    m_slots = 0;
     m_done.wait(lock, [&] { return m_active == 0; });
   }
 
@@ -83,13 +90,14 @@ class pool {
     }
   }
 
+  // A worker claims one slot of the current job under the lock (the job's parameters were written
+  // under it), runs chunks until none is left, and reports back.
   void loop() {
-    std::uint64_t seen = 0;
     for (;;) {
       {
         std::unique_lock<std::mutex> lock(m_mutex);
-        m_wake.wait(lock, [&] { return m_generation != seen; });
-        seen = m_generation;
+        m_wake.wait(lock, [&] { return m_slots > 0; });
+        --m_slots;
       }
       work();
       std::lock_guard<std::mutex> lock(m_mutex);
@@ -102,8 +110,8 @@ class pool {
   std::mutex m_submit;
   std::mutex m_mutex;
   std::condition_variable m_wake, m_done;
-  std::uint64_t m_generation = 0;
-  int m_active = 0;
+  int m_slots = 0;   // workers still wanted by the current job
+  int m_active = 0;  // workers that claimed (or may still claim) a slot and have not finished
   detail::chunk_fn m_fn = nullptr;
   void* m_context = nullptr;
   std::int64_t m_n = 0, m_chunk = 1;

@@ -6,6 +6,10 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -36,6 +40,57 @@ Acc pairwise(const G& get, std::int64_t lo, std::int64_t n, const R& r) {
   std::int64_t half = n / 2;
   half -= half % 8;
   return r(pairwise<Acc>(get, lo, half, r), pairwise<Acc>(get, lo + half, n - half, r));
+}
+
+// Max or min of n contiguous floats or doubles in 16-byte vectors (GCC/Clang vector extensions:
+// SSE2 on x86-64, NEON on Arm). The branchy NaN-propagating scalar rule does not vectorise, so NaN
+// is tracked apart: a compare with NaN is false, the running extreme skips it, and any NaN makes
+// the result NaN, as in NumPy.
+template <class T> struct vec16;
+template <> struct vec16<float> {
+  typedef float type __attribute__((vector_size(16)));
+  typedef std::int32_t mask __attribute__((vector_size(16)));
+};
+template <> struct vec16<double> {
+  typedef double type __attribute__((vector_size(16)));
+  typedef std::int64_t mask __attribute__((vector_size(16)));
+};
+
+template <bool Max, class T>
+T extreme_contiguous(const T* p, std::int64_t n) {
+  using V = typename vec16<T>::type;
+  using M = typename vec16<T>::mask;
+  constexpr int W = sizeof(V) / sizeof(T), U = 4;  // lanes a vector, vectors a step
+  const T start = Max ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
+  V m[U];
+  M nan[U];
+  for (int k = 0; k < U; ++k) {
+    for (int j = 0; j < W; ++j) m[k][j] = start;
+    nan[k] = M{};
+  }
+  std::int64_t i = 0;
+  for (; i + W * U <= n; i += W * U) {
+    for (int k = 0; k < U; ++k) {
+      V v;
+      std::memcpy(&v, p + i + W * k, sizeof v);
+      if constexpr (Max) m[k] = v > m[k] ? v : m[k];
+      else m[k] = v < m[k] ? v : m[k];
+      nan[k] |= v != v;
+    }
+  }
+  T acc = start;
+  bool any_nan = false;
+  auto take = [&](T v) {
+    if (Max ? v > acc : v < acc) acc = v;
+    any_nan |= v != v;
+  };
+  for (int k = 0; k < U; ++k)
+    for (int j = 0; j < W; ++j) {
+      take(m[k][j]);
+      any_nan |= nan[k][j] != 0;
+    }
+  for (; i < n; ++i) take(p[i]);
+  return any_nan ? std::numeric_limits<T>::quiet_NaN() : acc;
 }
 
 // Byte offset of reduced element i (C order over the collapsed reduced dims) in input k.
@@ -70,16 +125,27 @@ void run(const reduce_call& c) {
     const char* p0 = c.in[0] + out_offset(c, 0, o);
     if constexpr (Op == reduce_op::dot) {
       const char* p1 = c.in[1] + out_offset(c, 1, o);
-      const std::int64_t s0 = c.red_strides[0][0], s1 = c.red_strides[1][0];
-      auto get = [&](std::int64_t i) -> Acc {
-        return convert<Acc>(multiply_fn{}(load_any<In>(p0 + i * s0, c.in_types[0]),
-                                          load_any<In>(p1 + i * s1, c.in_types[1])));
+      auto product = [&](const char* a, const char* b) -> Acc {
+        return convert<Acc>(multiply_fn{}(load_any<In>(a, c.in_types[0]),
+                                          load_any<In>(b, c.in_types[1])));
       };
-      return pairwise<Acc>(get, lo, n, r);
+      if (c.red_ndim <= 1) {
+        const std::int64_t s0 = c.red_ndim ? c.red_strides[0][0] : 0;
+        const std::int64_t s1 = c.red_ndim ? c.red_strides[1][0] : 0;
+        return pairwise<Acc>([&](std::int64_t i) { return product(p0 + i * s0, p1 + i * s1); },
+                             lo, n, r);
+      }
+      return pairwise<Acc>(
+          [&](std::int64_t i) { return product(p0 + red_offset(c, 0, i), p1 + red_offset(c, 1, i)); },
+          lo, n, r);
     } else if (c.red_ndim <= 1) {
       const std::int64_t s = c.red_ndim == 1 ? c.red_strides[0][0] : 0;
       if (c.in_types[0] == T && s == std::int64_t(sizeof(In))) {  // contiguous, no conversion
         const In* p = reinterpret_cast<const In*>(p0);
+        if constexpr ((Op == reduce_op::max || Op == reduce_op::min) &&
+                      (std::is_same_v<In, float> || std::is_same_v<In, double>) &&
+                      std::is_same_v<Acc, In>)
+          return extreme_contiguous<Op == reduce_op::max>(p + lo, n);
         return pairwise<Acc>([&](std::int64_t i) { return convert<Acc>(load_direct(p + i)); }, lo,
                              n, r);
       }

@@ -39,7 +39,8 @@ __device__ inline Acc reduce_load(const gpu_reduce_args& a, std::int64_t o, std:
   const char* p0 = a.in[0] + offset_of(o, a.out_ndim, a.out_shape, a.out_strides[0]) +
                    offset_of(i, a.red_ndim, a.red_shape, a.red_strides[0]);
   if constexpr (Op == reduce_op::dot) {
-    const char* p1 = a.in[1] + i * a.red_strides[1][0];
+    const char* p1 = a.in[1] + offset_of(o, a.out_ndim, a.out_shape, a.out_strides[1]) +
+                     offset_of(i, a.red_ndim, a.red_shape, a.red_strides[1]);
     return convert<Acc>(multiply_fn{}(load_any<In>(p0, a.in_types[0]), load_any<In>(p1, a.in_types[1])));
   } else {
     return convert<Acc>(load_any<In>(p0, a.in_types[0]));
