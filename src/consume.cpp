@@ -12,6 +12,7 @@
 #include <nanobind/stl/string.h>
 
 #include <cstddef>
+#include <memory>
 #include <string>
 
 namespace nb = nanobind;
@@ -75,6 +76,77 @@ nb::object array_holding(python::acquired&& a) {
   }
   PyObject* array = array_from_view(&held->c_view(), capsule);
   Py_DECREF(capsule);  // the Array holds it now (or, on failure, nobody does and it is freed)
+  if (!array) throw nb::python_error();
+  return nb::steal(array);
+}
+
+// Host memory page-locked in place for as long as an Array over it lives (cuda.register): the
+// acquired view keeps the producer alive, the destructor unlocks the pages first.
+struct registered_host {
+  python::acquired held;
+  arrayport_view_t view{};
+  void* locked = nullptr;
+  ~registered_host() { runtime::host_unregister(locked); }
+};
+constexpr const char* registered_name = "arrayport.registered_host";
+
+void registered_destructor(PyObject* capsule) noexcept {
+  delete static_cast<registered_host*>(PyCapsule_GetPointer(capsule, registered_name));
+}
+
+nb::object register_host(nb::handle obj) {
+  runtime::require_device("cuda.register");
+  python::constraints c;
+  c.name = "register: obj";
+  c.where = python::reach::host;
+  python::acquire_options o;
+  o.protocols = python::protocol_all;
+  auto reg = std::make_unique<registered_host>();
+  try {
+    reg->held = python::acquire(obj.ptr(), c, o);
+  } catch (const python::error_already_set&) {
+    throw nb::python_error();
+  }
+  arrayport_view_t v = reg->held.c_view();
+  const auto kind = static_cast<memory_kind>(v.memory_kind);
+  if (kind == memory_kind::host) {  // refined: pageable, or pinned/managed the bridge did not ask about
+    const runtime::pointer_info info = runtime::query_pointer(v.data);
+    if (info.kind != memory_kind::host)
+      throw value_error("register: expected pageable host memory, got " +
+                        std::string(to_string(info.kind)) + " memory (already reachable from the GPU)");
+  } else {
+    throw value_error("register: expected pageable host memory, got " +
+                      std::string(to_string(kind)) + " memory");
+  }
+  // The bytes the view spans (strides may be negative); an empty view locks nothing.
+  const auto item = static_cast<std::int64_t>(dtype::from_c(v.dtype).itemsize());
+  auto lo = reinterpret_cast<std::intptr_t>(v.data), hi = lo;
+  bool empty = false;
+  for (int d = 0; d < v.ndim; ++d) {
+    if (v.shape[d] == 0) empty = true;
+    else (v.strides[d] > 0 ? hi : lo) += static_cast<std::intptr_t>((v.shape[d] - 1) * v.strides[d] * item);
+  }
+  if (!empty) {
+    try {
+      runtime::host_register(reinterpret_cast<void*>(lo), static_cast<std::size_t>(hi - lo + item));
+    } catch (const cuda_error& e) {
+      if (e.status_name() == "cudaErrorHostMemoryAlreadyRegistered")
+        throw value_error("register: these pages are already page-locked by another registration "
+                          "(small arrays can share pages: register the buffer they live in, or "
+                          "copy into pinned memory)");
+      throw;
+    }
+    reg->locked = reinterpret_cast<void*>(lo);
+  }
+  reg->view = v;
+  reg->view.memory_kind = static_cast<std::uint32_t>(memory_kind::pinned);
+  reg->view.device = {ARRAYPORT_DEVICE_CUDA_HOST, 0};
+  reg->view.stream = nullptr;
+  PyObject* capsule = PyCapsule_New(reg.get(), registered_name, registered_destructor);
+  if (!capsule) throw nb::python_error();
+  registered_host* raw = reg.release();
+  PyObject* array = array_from_view(&raw->view, capsule);
+  Py_DECREF(capsule);
   if (!array) throw nb::python_error();
   return nb::steal(array);
 }
@@ -155,6 +227,14 @@ void register_consume(nb::module_& m) {
   m.attr("_C_API") = nb::steal(PyCapsule_New(&g_api, ARRAYPORT_PYTHON_API_CAPSULE, nullptr));
 
   using namespace nb::literals;
+  nb::module_ cuda = nb::borrow<nb::module_>(m.attr("cuda"));
+  cuda.def("register", &register_host, "obj"_a,
+           "Page-locks obj's host memory in place (cudaHostRegister) and returns it as an Array "
+           "of pinned memory, which the GPU reads and writes directly (no copy, no staging). The "
+           "pages stay locked while the Array or a view of it lives, and obj stays alive. "
+           "Locking costs about as much as copying the memory once: worth it for large buffers "
+           "used on the GPU. ValueError for memory that is not pageable host memory, or whose "
+           "pages another registration holds; NoDeviceError without a device.");
   m.def("view", &view, nb::arg("obj").none(), "stream"_a = nb::none(), nb::kw_only(), "sync"_a = true,
         "protocol"_a = nb::none(),
         "Any array (NumPy, CuPy, PyTorch, JAX, Numba, memoryview, ...) as an arrayport.Array "

@@ -1,6 +1,7 @@
 """The demo at the end of ``python -m arrayport``: the NumPy -> arrayport -> NumPy pipeline with
-arrayport.ops, on the GPU when there is one (device memory), else on the CPU. Every result is
-checked against NumPy; every step is timed and reported as it completes."""
+arrayport.ops, on the GPU when there is one (device memory), else on the CPU; with a GPU, also the
+one-call form (``ops.add(numpy, numpy, device=0)``: host memory locked in place, NumPy back).
+Every result is checked against NumPy; every step is timed and reported as it completes."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ def run(progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     x = np.random.default_rng(0).standard_normal(n, dtype=np.float32)
     steps: list[dict[str, Any]] = []
     state: dict[str, Any] = {}
+    total_steps = 6 if gpu else 5
 
     def sync() -> None:
         if gpu:
@@ -36,7 +38,7 @@ def run(progress: Callable[[str], None] | None = None) -> dict[str, Any]:
         ms = (time.perf_counter() - t0) * 1e3
         steps.append({"step": name, "ms": ms, "what": what})
         if progress:
-            progress(f"  [{len(steps)}/5] {name:<9} {ms:9.3f} ms  {what}")
+            progress(f"  [{len(steps)}/{total_steps}] {name:<9} {ms:9.3f} ms  {what}")
 
     mib = x.nbytes / 2**20
     step("upload", f"{mib:.0f} MiB of float32 from NumPy into {memory} memory",
@@ -47,10 +49,15 @@ def run(progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     step("sum", "s = sum(z)", lambda: ops.sum(state["sqrt|abs"]))
     step("download", "z back into NumPy",
          lambda: state["sqrt|abs"].get() if gpu else np.asarray(state["sqrt|abs"]))
+    if gpu:
+        step("device=0", "x + x from NumPy to NumPy in one call (ops.add(x, x, device=0))",
+             lambda: ops.add(x, x, device=0))
     want = np.sqrt(np.abs(2.0 * x.astype(np.float64) + 1.0))
     total = state["sum"].get() if gpu else np.asarray(state["sum"])
     ok = bool(np.allclose(state["download"], want, rtol=1e-5, atol=1e-6) and
               abs(float(total) - want.sum()) <= 1e-4 * want.sum())
+    if gpu:
+        ok = ok and bool(np.array_equal(state["device=0"], x + x))
     return {"memory": memory, "elements": n, "steps": steps, "ok": ok}
 
 

@@ -13,6 +13,10 @@ their ``synchronize()`` / ``query()`` are no-ops there, since no device work can
 
 Every blocking call (the ``synchronize()`` methods and function) releases the GIL.
 
+:func:`register` page-locks existing host memory (a NumPy array, say) in place and returns it as
+an Array of pinned memory: GPU kernels (``arrayport.ops`` among them) then read and write it
+directly, with no staging copy.
+
 Example::
 
     from arrayport import cuda
@@ -42,6 +46,7 @@ __all__ = [
     "device_count",
     "driver_version",
     "is_available",
+    "register",
     "runtime_version",
     "set_device",
     "synchronize",
@@ -53,6 +58,8 @@ if TYPE_CHECKING:  # the signatures of the compiled names, for type checkers
 
     from typing_extensions import disjoint_base  # nanobind instances: no common subclass
 
+    from ._core import Array
+
     DeviceLike = Union[int, "Device"]  # a device index or a Device
 
     def is_available() -> bool: ...
@@ -63,6 +70,7 @@ if TYPE_CHECKING:  # the signatures of the compiled names, for type checkers
     def runtime_version() -> int: ...
     def driver_version() -> int: ...
     def current_stream() -> Stream: ...
+    def register(obj: Any) -> Array: ...
 
     @disjoint_base
     class Device:
@@ -147,6 +155,7 @@ else:
     device_count = _cuda.device_count
     driver_version = _cuda.driver_version
     is_available = _cuda.is_available
+    register = _cuda.register
     runtime_version = _cuda.runtime_version
     set_device = _cuda.set_device
     synchronize = _cuda.synchronize

@@ -20,6 +20,11 @@ Reductions (``sum, mean, min, max``) take ``axis`` (None: all, an int or a tuple
 with x and y broadcast together and accumulated as one reduction: for 1-d arrays the inner
 product (no conjugation), along an axis a batched inner product (``np.vecdot`` without its
 conjugation) -- not NumPy's matrix product for 2-d arrays.
+
+``device=N`` runs any op on GPU N wherever its operands live: host operands (NumPy) are
+page-locked in place (large ones, ``arrayport.cuda.register``) or copied into pinned memory
+(small ones), and the kernel reads and writes them across the host link, with no staging copy to
+device memory. The result is NumPy when every array operand was host memory, ``out`` when given.
 """
 
 from __future__ import annotations

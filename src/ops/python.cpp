@@ -477,6 +477,14 @@ nb::object dot(nb::handle x, nb::handle y, nb::handle axis, bool keepdims, nb::h
   return r;
 }
 
+// device=N: the op on GPU N wherever its operands live (arrayport/_pipeline.py stages host
+// memory for it); None keeps the placement rules.
+nb::object on_device(const char* name, nb::tuple operands, nb::handle out, nb::handle device,
+                     nb::dict params) {
+  return nb::module_::import_("arrayport._pipeline")
+      .attr("run")(name, operands, out, device, params);
+}
+
 }  // namespace
 
 void register_ops(nb::module_& parent) {
@@ -484,66 +492,100 @@ void register_ops(nb::module_& parent) {
   nb::module_ m = parent.def_submodule("ops", "Element-wise operations and reductions.");
 
   auto binary = [&](const char* name, ops::op_id op, const char* doc) {
-    m.def(name, [op, name](nb::handle x1, nb::handle x2, nb::handle out) {
+    m.def(name, [op, name](nb::handle x1, nb::handle x2, nb::handle out, nb::handle device) {
+            if (!device.is_none()) return on_device(name, nb::make_tuple(x1, x2), out, device, {});
             const nb::handle objs[] = {x1, x2};
             static const char* const names[] = {"x1", "x2"};
             return elementwise(op, name, objs, names, 2, out);
-          }, "x1"_a, "x2"_a, nb::kw_only(), "out"_a = nb::none(), doc);
+          }, "x1"_a, "x2"_a, nb::kw_only(), "out"_a = nb::none(), "device"_a = nb::none(), doc);
   };
   binary("add", ops::op_id::add, "x1 + x2, element-wise, with NumPy broadcasting.");
   binary("subtract", ops::op_id::subtract, "x1 - x2, element-wise.");
   binary("multiply", ops::op_id::multiply, "x1 * x2, element-wise.");
   binary("maximum", ops::op_id::maximum, "Element-wise maximum; NaN propagates.");
   binary("minimum", ops::op_id::minimum, "Element-wise minimum; NaN propagates.");
-  m.def("divide", [](nb::handle x1, nb::handle x2, nb::handle out, nb::handle zero_value) {
+  m.def("divide", [](nb::handle x1, nb::handle x2, nb::handle out, nb::handle zero_value,
+                     nb::handle device) {
+          if (!device.is_none()) {
+            nb::dict params;
+            params["zero_value"] = zero_value;
+            return on_device("divide", nb::make_tuple(x1, x2), out, device, params);
+          }
           const nb::handle objs[] = {x1, x2};
           static const char* const names[] = {"x1", "x2"};
           return elementwise(ops::op_id::divide, "divide", objs, names, 2, out, zero_value);
         }, "x1"_a, "x2"_a, nb::kw_only(), "out"_a = nb::none(), "zero_value"_a = nb::none(),
+        "device"_a = nb::none(),
         "x1 / x2 (true division); where x2 == 0 gives zero_value when one is given.");
 
   auto unary = [&](const char* name, ops::op_id op, const char* doc) {
-    m.def(name, [op, name](nb::handle x, nb::handle out) {
+    m.def(name, [op, name](nb::handle x, nb::handle out, nb::handle device) {
+            if (!device.is_none()) return on_device(name, nb::make_tuple(x), out, device, {});
             static const char* const names[] = {"x"};
             return elementwise(op, name, &x, names, 1, out);
-          }, "x"_a, nb::kw_only(), "out"_a = nb::none(), doc);
+          }, "x"_a, nb::kw_only(), "out"_a = nb::none(), "device"_a = nb::none(), doc);
   };
   unary("negative", ops::op_id::negative, "-x, element-wise.");
   unary("square", ops::op_id::square, "x * x, element-wise.");
   unary("sqrt", ops::op_id::sqrt, "Square root, element-wise (integers give floats).");
   unary("abs", ops::op_id::abs, "Absolute value (complex: the modulus, a real dtype).");
   unary("copy", ops::op_id::copy, "A copy of x (contiguous), or x written into out.");
-  m.def("astype", [](nb::handle x, nb::handle dt, nb::handle out) {
+  m.def("astype", [](nb::handle x, nb::handle dt, nb::handle out, nb::handle device) {
+          if (!device.is_none()) {
+            nb::dict params;
+            params["dtype"] = dt;
+            return on_device("astype", nb::make_tuple(x), out, device, params);
+          }
           const dtype target = parse_ops_dtype(dt);
           static const char* const names[] = {"x"};
           return elementwise(ops::op_id::copy, "astype", &x, names, 1, out, nb::none(), &target);
-        }, "x"_a, "dtype"_a, nb::kw_only(), "out"_a = nb::none(),
+        }, "x"_a, "dtype"_a, nb::kw_only(), "out"_a = nb::none(), "device"_a = nb::none(),
         "x converted to dtype (NumPy's unsafe casting: wraps, truncates, drops imaginary parts).");
-  m.def("where", [](nb::handle condition, nb::handle x, nb::handle y, nb::handle out) {
+  m.def("where", [](nb::handle condition, nb::handle x, nb::handle y, nb::handle out,
+                    nb::handle device) {
+          if (!device.is_none())
+            return on_device("where", nb::make_tuple(condition, x, y), out, device, {});
           const nb::handle objs[] = {condition, x, y};
           static const char* const names[] = {"condition", "x", "y"};
           return elementwise(ops::op_id::where, "where", objs, names, 3, out);
         }, "condition"_a, "x"_a, "y"_a, nb::kw_only(), "out"_a = nb::none(),
-        "x where condition is true, else y (condition converted to bool).");
-  m.def("axpy", [](nb::handle a, nb::handle x, nb::handle y, nb::handle out) {
+        "device"_a = nb::none(), "x where condition is true, else y (condition converted to bool).");
+  m.def("axpy", [](nb::handle a, nb::handle x, nb::handle y, nb::handle out, nb::handle device) {
+          if (!device.is_none()) return on_device("axpy", nb::make_tuple(a, x, y), out, device, {});
           const nb::handle objs[] = {a, x, y};
           static const char* const names[] = {"a", "x", "y"};
           return elementwise(ops::op_id::axpy, "axpy", objs, names, 3, out);
-        }, "a"_a, "x"_a, "y"_a, nb::kw_only(), "out"_a = nb::none(),
+        }, "a"_a, "x"_a, "y"_a, nb::kw_only(), "out"_a = nb::none(), "device"_a = nb::none(),
         "a * x + y in one pass (rounded after the multiply and after the add, as NumPy would).");
 
   auto reduction = [&](const char* name, ops::reduce_op op, const char* doc) {
-    m.def(name, [op](nb::handle x, nb::handle axis, bool keepdims, nb::handle out) {
+    m.def(name, [op, name](nb::handle x, nb::handle axis, bool keepdims, nb::handle out,
+                           nb::handle device) {
+            if (!device.is_none()) {
+              nb::dict params;
+              params["axis"] = axis;
+              params["keepdims"] = keepdims;
+              return on_device(name, nb::make_tuple(x), out, device, params);
+            }
             return reduce(op, x, axis, keepdims, out);
           }, "x"_a, "axis"_a = nb::none(), "keepdims"_a = false, nb::kw_only(),
-          "out"_a = nb::none(), doc);
+          "out"_a = nb::none(), "device"_a = nb::none(), doc);
   };
   reduction("sum", ops::reduce_op::sum, "Sum over axis (None: all), pairwise/tree accumulated.");
   reduction("mean", ops::reduce_op::mean, "Mean over axis (None: all); integers give float64.");
   reduction("min", ops::reduce_op::min, "Minimum over axis; NaN propagates; empty is an error.");
   reduction("max", ops::reduce_op::max, "Maximum over axis; NaN propagates; empty is an error.");
-  m.def("dot", &dot, "x"_a, "y"_a, "axis"_a = nb::none(), "keepdims"_a = false, nb::kw_only(),
-        "out"_a = nb::none(),
+  m.def("dot", [](nb::handle x, nb::handle y, nb::handle axis, bool keepdims, nb::handle out,
+                  nb::handle device) {
+          if (!device.is_none()) {
+            nb::dict params;
+            params["axis"] = axis;
+            params["keepdims"] = keepdims;
+            return on_device("dot", nb::make_tuple(x, y), out, device, params);
+          }
+          return dot(x, y, axis, keepdims, out);
+        }, "x"_a, "y"_a, "axis"_a = nb::none(), "keepdims"_a = false, nb::kw_only(),
+        "out"_a = nb::none(), "device"_a = nb::none(),
         "sum(x * y) over axis (None: all), x and y broadcast together; no conjugation. For 1-d "
         "arrays the inner product; not NumPy's matrix product for 2-d ones.");
 }

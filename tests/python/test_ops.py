@@ -697,3 +697,74 @@ def test_gpu_mixing_device_and_host_memory_is_an_error():
     dev = to_gpu(np.ones(3, np.float32), "device")
     with pytest.raises(ValueError, match="add: 'x1' is in device memory, which the CPU cannot read, and 'x2' in pageable host memory"):
         ops.add(dev, np.ones(3, np.float32))
+
+
+# ---- device=: the op on a GPU wherever its operands live ------------------------------------------
+
+
+def test_device_without_a_gpu_is_a_no_device_error_naming_the_op():
+    if HAS_GPU:
+        pytest.skip("checks the behaviour without a CUDA device")
+    with pytest.raises(ap.NoDeviceError, match=r"^add: device=0: .*needs a CUDA device"):
+        ops.add(np.ones(3), 1.0, device=0)
+    with pytest.raises(ap.NoDeviceError, match=r"^sum: device=0: "):
+        ops.sum(np.ones(3), device=0)
+    with pytest.raises(ap.NoDeviceError, match="cuda.register needs a CUDA device"):
+        ap.cuda.register(np.ones(3))
+
+
+def test_device_must_be_an_int_or_a_device():
+    with pytest.raises(TypeError, match="add: device: expected an int or an arrayport.cuda.Device, got str"):
+        ops.add(np.ones(3), 1.0, device="cuda")
+
+
+@needs_gpu
+@pytest.mark.parametrize("n", [1000, 3 << 20])   # copied into pinned memory / page-locked in place
+def test_device_runs_host_operands_on_the_gpu_and_returns_numpy(n):
+    x, y = rng_array((n,), "float32", 1), rng_array((n,), "float32", 2)
+    got = ops.add(x, y, device=0)
+    assert isinstance(got, np.ndarray)
+    np.testing.assert_allclose(got, x + y, rtol=2e-6)
+    np.testing.assert_allclose(ops.axpy(2.0, x, y, device=0), 2 * x + y, rtol=2e-6)
+    np.testing.assert_allclose(ops.divide(x, np.zeros_like(x), zero_value=5, device=0), 5)
+    np.testing.assert_allclose(float(ops.sum(x.astype(np.float64), device=0)), x.astype(np.float64).sum(), rtol=1e-12)
+    m = x[: n // 4 * 4].reshape(4, -1)
+    np.testing.assert_allclose(ops.max(m, axis=1, device=0), m.max(axis=1))
+    np.testing.assert_allclose(ops.dot(m, m, axis=1, device=0), (m * m).sum(axis=1), rtol=1e-5)
+    out = np.zeros(n, np.float32)
+    assert ops.multiply(x, 3.0, out=out, device=0) is out          # host out=, written in place
+    np.testing.assert_allclose(out, 3 * x, rtol=2e-6)
+
+
+@needs_gpu
+def test_device_with_an_operand_already_on_the_gpu_returns_a_gpu_array():
+    x = rng_array((5000,), "float32", 3)
+    d = to_gpu(x, "device")
+    got = ops.add(d, x, device=0)
+    assert isinstance(got, ap.Array) and got.memory == "device"
+    check(got, x + x, "float32")
+    if ap.cuda.device_count() < 2:
+        with pytest.raises(ValueError, match=r"add: device=1: "):
+            ops.add(x, x, device=1)
+    else:
+        with pytest.raises(ValueError, match=r"add: device=1, but the operand is in device memory of device 0"):
+            ops.add(d, x, device=1)
+
+
+@needs_gpu
+def test_register_page_locks_host_memory_that_the_gpu_writes_in_place():
+    x = np.zeros(1 << 20, np.float32)                   # 4 MiB: its own pages
+    r = ap.cuda.register(x)
+    assert r.memory == "pinned" and r.ptr == x.ctypes.data and r.shape == x.shape
+    ops.add(r, 2.0, out=r)                              # a GPU kernel writes the NumPy memory
+    ap.cuda.synchronize()
+    assert (x == 2.0).all()
+    with pytest.raises(ValueError, match="register: these pages are already page-locked"):
+        ap.cuda.register(x)
+    del r
+    again = ap.cuda.register(x)                         # unlocked when the Array died
+    del again
+    with pytest.raises(ValueError, match="register: expected pageable host memory, got pinned memory"):
+        ap.cuda.register(ap.empty(16, memory="pinned"))
+    with pytest.raises(ValueError, match="register: expected pageable host memory, got device memory"):
+        ap.cuda.register(ap.empty(16, memory="device"))

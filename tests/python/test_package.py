@@ -107,7 +107,8 @@ def test_the_report_demo_runs_the_pipeline_and_checks_it_against_numpy():
     info = json.loads(run_report("--json"))
     demo = info["demo"]
     assert demo["ok"] is True
-    assert [s["step"] for s in demo["steps"]] == ["upload", "axpy", "sqrt|abs", "sum", "download"]
+    assert [s["step"] for s in demo["steps"]] == ["upload", "axpy", "sqrt|abs", "sum", "download"] + (
+        ["device=0"] if HAS_GPU else [])
     assert all(s["ms"] > 0 for s in demo["steps"])
     assert demo["memory"] == ("device" if HAS_GPU else "host")
     assert "results match NumPy: yes" in run_report()

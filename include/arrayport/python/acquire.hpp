@@ -1067,12 +1067,14 @@ inline acquired acquire(PyObject* obj, const constraints& c, const acquire_optio
   Py_INCREF(obj);
   a.m_owner = obj;
   a.m_source = acquired::source::reference;
-  stream_handle consumer = o.stream_given ? o.stream : current_stream();
+  // The consumer's stream matters only to the device protocols: asked for there, not for every
+  // NumPy array or buffer.
+  auto consumer = [&o]() { return o.stream_given ? o.stream : current_stream(); };
   if (offered & protocol_array) {
     detail_access::from_array(a, obj, *loaded_api());
     a.m_protocol = protocol_array;
   } else if (offered & protocol_exchange) {
-    detail_access::from_exchange(a, c, obj, *type.exchange, consumer, o.sync, o.call_scoped);
+    detail_access::from_exchange(a, c, obj, *type.exchange, consumer(), o.sync, o.call_scoped);
     a.m_protocol = protocol_exchange;
   } else {
     std::uint32_t rest = offered;
@@ -1095,17 +1097,17 @@ inline acquired acquire(PyObject* obj, const constraints& c, const acquire_optio
       }
     }
     if (a.m_protocol == 0 && (rest & protocol_dlpack)) {
-      detail_access::from_dlpack(a, c, obj, type, consumer, o.sync);
+      detail_access::from_dlpack(a, c, obj, type, consumer(), o.sync);
       a.m_protocol = protocol_dlpack;
       if ((rest & protocol_cai) && a.m_view.ndim >= 0 && !detail::spans_fit(a.m_view)) {
         // CuPy (14 and before) exports negative strides through DLPack divided as unsigned
         // numbers (2^62 - 1 for -1); its CUDA array interface states them right.
         detail_access::drop_tensor(a);
-        detail_access::from_cai(a, c, obj, consumer, o.sync);
+        detail_access::from_cai(a, c, obj, consumer(), o.sync);
         a.m_protocol = protocol_cai;
       }
     } else if (a.m_protocol == 0) {
-      detail_access::from_cai(a, c, obj, consumer, o.sync);
+      detail_access::from_cai(a, c, obj, consumer(), o.sync);
       a.m_protocol = protocol_cai;
     }
     // Refused for memory the CPU cannot reach: this type's buffers are not asked for again.

@@ -1,0 +1,135 @@
+"""NumPy -> GPU -> NumPy for one add of 16M float32 (issue 6's pipeline), the paths side by side.
+
+    arrayport device=0   ops.add(a, b, device=0): a, b and the result page-locked in place, the
+                         kernel reads and writes them across the link (NumPy in, NumPy out)
+    arrayport staged     the same into pinned memory arrayport allocates (no locking, one copy)
+    CuPy copies          cupy.asarray(a), cupy.asarray(b), a + b, .get()
+    managed              arrayport managed arrays filled from NumPy, ops.add, read back
+    managed + prefetch   the same with the inputs prefetched to the GPU first
+    link limit           cudaMemcpy of 2 inputs up and 1 result down from pinned memory (the
+                         bytes every path must move; no path can beat it)
+
+Goal (H100): device=0 <= 1.3x the link limit measured in the same run. Every path's result is
+checked against NumPy.
+
+usage: python bench/bench_pipeline.py OUT_DIR   (writes pipeline.json and pipeline.png)
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+import arrayport as ap
+from arrayport import ops
+
+N = 1 << 24
+REPEAT = 7
+
+
+def best_ms(fn, check=None) -> float:
+    r = fn()  # warm: pools, registration paths, kernels
+    if check is not None:
+        check(r)
+    times = []
+    for _ in range(REPEAT):
+        ap.cuda.synchronize()
+        t0 = time.perf_counter()
+        fn()
+        ap.cuda.synchronize()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return min(times)
+
+
+def main(out_dir: str) -> None:
+    if not ap.runtime_info()["cuda_available"]:
+        print("bench_pipeline: needs a GPU")
+        return
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal(N, dtype=np.float32)
+    b = rng.standard_normal(N, dtype=np.float32)
+    want = a + b
+
+    def equal(r):
+        assert np.array_equal(np.asarray(r), want), "wrong result"
+
+    rows: dict[str, float] = {}
+    # The link limit: the same bytes through cudaMemcpy from and to pinned memory.
+    pa, pb, pc = (ap.empty(N, "float32", memory="pinned") for _ in range(3))
+    da, db, dc = (ap.empty(N, "float32", memory="device") for _ in range(3))
+
+    def link():
+        pa.copy_to(da)
+        pb.copy_to(db)
+        dc.copy_to(pc)
+    rows["link limit"] = best_ms(link)
+    rows["arrayport device=0"] = best_ms(lambda: ops.add(a, b, device=0), equal)
+
+    def staged():
+        ops.copy(a, out=pa)
+        ops.copy(b, out=pb)
+        ops.add(pa, pb, out=pc)
+        ap.cuda.synchronize()
+        return np.asarray(pc).copy()
+    rows["arrayport staged"] = best_ms(staged, equal)
+
+    def managed(prefetch: bool):
+        def run():
+            ma, mb = ap.asarray(a, memory="managed"), ap.asarray(b, memory="managed")
+            if prefetch:
+                ma.prefetch(0)
+                mb.prefetch(0)
+            r = ops.add(ma, mb)
+            ap.cuda.synchronize()
+            return np.asarray(r).copy()
+        return run
+    rows["managed"] = best_ms(managed(False), equal)
+    rows["managed + prefetch"] = best_ms(managed(True), equal)
+    try:
+        import cupy
+
+        rows["CuPy copies"] = best_ms(lambda: (cupy.asarray(a) + cupy.asarray(b)).get(), equal)
+    except ImportError:
+        pass
+
+    device = ap.devices()[0]["name"]
+    limit = rows["link limit"]
+    gb = 3 * a.nbytes / 1e9
+    print(f"{N} float32 add, NumPy in and out, on {device}; link limit {limit:.2f} ms "
+          f"({gb / limit * 1e3:.1f} GB/s for {gb * 1e3:.0f} MB)")
+    for name, ms in rows.items():
+        print(f"  {name:22s} {ms:8.2f} ms   {ms / limit:5.2f}x the link limit")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    result = {"benchmark": "NumPy -> GPU -> NumPy, one add of 2^24 float32 (best of 7)",
+              "device": device, "elements": N, "ms": rows,
+              "ratio_to_link_limit": {k: v / limit for k, v in rows.items()},
+              "goal": "arrayport device=0 <= 1.3x the link limit"}
+    (out / "pipeline.json").write_text(json.dumps(result, indent=1) + "\n")
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    names = list(rows)
+    ax.barh(names, [rows[k] for k in names], color=["0.6" if k == "link limit" else
+                                                    "C0" if k.startswith("arrayport") else "C1"
+                                                    for k in names])
+    ax.axvline(1.3 * limit, color="k", ls="--", lw=0.8, label="goal: 1.3x link limit")
+    ax.set_xlabel("ms (lower is better)")
+    ax.set_title(f"16M float32 add, NumPy -> GPU -> NumPy ({device})", fontsize=9)
+    ax.invert_yaxis()
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out / "pipeline.png", dpi=120)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else ".")
