@@ -67,21 +67,24 @@ def run(name: str, operands: tuple[Any, ...], out: Any, device: Any, params: dic
             target, write_back = None, False
             if out is not None:
                 o = _core.view(out)
+                if o.readonly:
+                    raise ValueError(f"{name}: out: expected a writable array, got a read-only one")
                 if o.memory == "host":
                     if o.nbytes >= REGISTER_MIN_BYTES:
                         try:
                             target = cuda.register(o)
                             held.append(target)
-                        except ValueError:
-                            write_back = True
-                    else:
-                        write_back = True   # small: computed into pinned memory, copied back
+                        except ValueError:  # pages held by another registration
+                            pass
+                    if target is None:  # a pinned twin the op writes (and checks), copied back
+                        target = _core.empty(o.shape, o.dtype, memory="pinned")
+                        write_back = True
                 else:
                     target = out
             result = fn(*args, out=target, **params)
             cuda.current_stream().synchronize()   # results final, registered pages unused
             if write_back:
-                ops.copy(result, out=out)
+                ops.copy(target, out=out)
     finally:
         held.clear()
     if out is not None:

@@ -734,6 +734,15 @@ def test_device_runs_host_operands_on_the_gpu_and_returns_numpy(n):
     out = np.zeros(n, np.float32)
     assert ops.multiply(x, 3.0, out=out, device=0) is out          # host out=, written in place
     np.testing.assert_allclose(out, 3 * x, rtol=2e-6)
+    d = to_gpu(x, "device")                                        # a GPU operand, a host out=
+    assert ops.add(d, y, out=out, device=0) is out
+    np.testing.assert_allclose(out, x + y, rtol=2e-6)
+    with pytest.raises(TypeError, match="add: out: expected dtype float32, got float64"):
+        ops.add(x, y, out=np.zeros(n), device=0)
+    readonly = np.zeros(n, np.float32)
+    readonly.flags.writeable = False
+    with pytest.raises(ValueError, match="add: out: expected a writable array, got a read-only one"):
+        ops.add(x, y, out=readonly, device=0)
 
 
 @needs_gpu
