@@ -6,6 +6,7 @@ The compiled module ``arrayport._core`` is private; this package owns the public
 from __future__ import annotations
 
 from pathlib import Path as _Path
+from typing import TYPE_CHECKING, Any, Union
 
 from ._core import (
     Array,
@@ -32,8 +33,29 @@ from ._core import (
 from . import cuda, ops
 from ._array_api import asarray, from_dlpack
 
+if TYPE_CHECKING:
+    from typing import Protocol
+
+    from typing_extensions import Buffer
+
+    class _SupportsDLPack(Protocol):
+        def __dlpack__(self, *args: Any, **kwargs: Any) -> Any: ...
+        def __dlpack_device__(self) -> tuple[int, int]: ...
+
+    class _SupportsCudaArrayInterface(Protocol):
+        @property
+        def __cuda_array_interface__(self) -> dict[str, Any]: ...
+
+    ArrayLike = Union[Array, Buffer, _SupportsDLPack, _SupportsCudaArrayInterface]
+else:
+    ArrayLike = Any
+"""What a C++ function bound with arrayport's nanobind or pybind11 casters takes (its signature
+names ``arrayport.ArrayLike``): an Array, or anything with the buffer protocol, ``__dlpack__`` or
+``__cuda_array_interface__``."""
+
 __all__ = [
     "Array",
+    "ArrayLike",
     "CudaError",
     "NoDeviceError",
     "OutOfMemoryError",

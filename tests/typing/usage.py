@@ -115,6 +115,15 @@ assert_type(ap.cmake_dir(), str)
 assert_type(ap.build_info(), "dict[str, Any]")
 assert_type(ap.runtime_info()["cuda_available"], Any)
 
+# What bound C++ functions take (their signatures name arrayport.ArrayLike).
+def takes(x: ap.ArrayLike) -> None: ...
+
+
+takes(a)
+takes(np.zeros(3))
+takes(memoryview(b"abc"))
+assert_type(ops.dot(a, a, axis=1, keepdims=True, out=ap.empty((4, 1), "float32", memory="host")), ap.Array)
+
 # Calls the stubs refuse (each ignore must be needed: --warn-unused-ignores).
 if not a:  # never run: a is an Array (truthy by its length)
     ap.zeros(3, memory="gpu")  # type: ignore[arg-type]
@@ -123,3 +132,4 @@ if not a:  # never run: a is an Array (truthy by its length)
     a.shape = (3, 4)  # type: ignore[misc]
     ap.view()  # type: ignore[call-arg]
     cuda.Stream.legacy().record_event(s)  # type: ignore[arg-type]
+    takes(3)  # type: ignore[arg-type]
