@@ -98,7 +98,7 @@ nb::object register_host(nb::handle obj) {
   runtime::require_device("cuda.register");
   python::constraints c;
   c.name = "register: obj";
-  c.where = python::reach::host;
+  c.where = python::reach::any;  // device memory is refused below, naming what it is
   python::acquire_options o;
   o.protocols = python::protocol_all;
   auto reg = std::make_unique<registered_host>();
@@ -111,6 +111,9 @@ nb::object register_host(nb::handle obj) {
   const auto kind = static_cast<memory_kind>(v.memory_kind);
   if (kind == memory_kind::host) {  // refined: pageable, or pinned/managed the bridge did not ask about
     const runtime::pointer_info info = runtime::query_pointer(v.data);
+    if (info.kind == memory_kind::pinned)
+      throw value_error("register: these pages are already page-locked (by another registration "
+                        "or a pinned allocation): expected pageable host memory, got pinned memory");
     if (info.kind != memory_kind::host)
       throw value_error("register: expected pageable host memory, got " +
                         std::string(to_string(info.kind)) + " memory (already reachable from the GPU)");

@@ -1,6 +1,12 @@
 """``arrayport.ops.<op>(..., device=N)``: the op on GPU N wherever its operands live.
 
 The path people take when their data lives on the host: NumPy in, NumPy out, the GPU in between.
+The common case never reaches this module: an element-wise op whose array operands are all
+contiguous host memory of the result's shape, without ``out=``, is staged in chunks through
+pinned slots in C++ (``launch_staged`` in src/ops/dispatch.cpp). This module takes the rest:
+reductions, ``out=``, broadcast or strided host operands, operands already on the GPU, a
+``cuda.Device`` object as ``device``.
+
 Host operands are not copied to device memory first. Large ones are page-locked in place
 (``cuda.register``, the host-link speed with no staging copy) and the kernel reads them, and
 writes its result, across the link; small ones are copied into pinned memory, which costs less

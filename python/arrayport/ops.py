@@ -21,10 +21,13 @@ with x and y broadcast together and accumulated as one reduction: for 1-d arrays
 product (no conjugation), along an axis a batched inner product (``np.vecdot`` without its
 conjugation) -- not NumPy's matrix product for 2-d arrays.
 
-``device=N`` runs any op on GPU N wherever its operands live: host operands (NumPy) are
-page-locked in place (large ones, ``arrayport.cuda.register``) or copied into pinned memory
-(small ones), and the kernel reads and writes them across the host link, with no staging copy to
-device memory. The result is NumPy when every array operand was host memory, ``out`` when given.
+``device=N`` runs any op on GPU N wherever its operands live. An element-wise op whose array
+operands are all contiguous host memory of the result's shape (NumPy in, no ``out=``) is staged in
+chunks: the CPU threads copy each chunk into one of three pinned slots while the GPU computes the
+chunks before it, reading the slots and writing a pinned result across the host link. Other calls
+page-lock large host operands in place (``arrayport.cuda.register``) or copy small ones into
+pinned memory, and the kernel reads and writes them across the link. The result is NumPy when
+every array operand was host memory, ``out`` when given.
 """
 
 from __future__ import annotations

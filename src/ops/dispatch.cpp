@@ -1,13 +1,18 @@
 // Dispatch for arrayport.ops: promotion, broadcasting, collapsing, placement and launch.
 #include "dispatch.hpp"
 
+#include "cpu/parallel.hpp"
 #include "kernels.hpp"
 
 #include "../current_stream.hpp"
 
+#include <arrayport/buffer.hpp>
+#include <arrayport/event.hpp>
 #include <arrayport/runtime.hpp>
 
 #include <algorithm>
+#include <array>
+#include <cstring>
 #include <string>
 
 namespace arrayport::ops {
@@ -142,6 +147,7 @@ placement place(const char* op_name, const std::vector<const ops_arg*>& arrays) 
                       "(e.g. to managed or device memory) first");
   }
   p.device = device_arg ? device_arg->view.device().device_id : -1;
+  p.host_only = !any_cuda;
   p.on_gpu = any_device_only || (!host_arg && any_cuda && runtime::is_available());
   if (p.on_gpu && p.device >= 0) {
     // The op runs on the current stream with its arguments' device current: a stream of another
@@ -250,8 +256,55 @@ void launch(ew_call& call, const placement& where) {
 #endif
   }
   // The CPU reads memory the GPU may still be writing (managed/pinned inputs): wait for it.
-  if (runtime::is_available()) runtime::stream_synchronize(ext::current_stream().handle, where.device);
+  if (!where.host_only && runtime::is_available())
+    runtime::stream_synchronize(ext::current_stream().handle, where.device);
   cpu::elementwise_table[std::size_t(op)][std::size_t(t)](call);
+}
+
+void launch_staged(const ew_call& call, const placement& where, const bool* staged,
+                   std::int64_t chunk_bytes) {
+  constexpr int slots = 3;
+  runtime::device_guard guard(where.device);
+  const stream_handle stream = ext::current_stream().handle;
+  // Chunks of whole 4096-element blocks (the kernels' vector loads stay aligned), sized by the
+  // widest staged input.
+  std::int64_t item[max_inputs] = {}, widest = 1;
+  for (int i = 0; i < call.n_inputs; ++i)
+    if (staged[i]) widest = std::max(widest, item[i] = call.layout.strides[1 + i][0]);
+  const std::int64_t block = 4096;
+  const std::int64_t chunk = std::min(call.size, std::max(block, chunk_bytes / widest / block * block));
+  buffer slot[max_inputs];
+  for (int i = 0; i < call.n_inputs; ++i)
+    if (staged[i])
+      slot[i] = buffer(static_cast<std::size_t>(slots * chunk * item[i]), memory_kind::pinned,
+                       where.device, stream);
+  std::array<std::optional<event>, slots> done;
+  for (std::int64_t lo = 0, k = 0; lo < call.size; lo += chunk, ++k) {
+    const std::int64_t n = std::min(chunk, call.size - lo);
+    std::optional<event>& ready = done[std::size_t(k % slots)];
+    if (ready) ready->synchronize();  // the GPU has read this slot's previous chunk
+    else ready.emplace();
+    ew_call part = call;
+    part.size = n;
+    part.layout.shape[0] = n;
+    part.out = call.out + lo * call.layout.strides[0][0];
+    for (int i = 0; i < call.n_inputs; ++i) {
+      if (!call.in[i].data) continue;  // a scalar
+      const char* src = call.in[i].data + lo * call.layout.strides[1 + i][0];
+      if (!staged[i]) {
+        part.in[i].data = src;
+        continue;
+      }
+      char* dst = static_cast<char*>(slot[i].data()) + (k % slots) * chunk * item[i];
+      cpu::parallel_for(n * item[i], std::int64_t{1} << 18, [&](std::int64_t b, std::int64_t e) {
+        std::memcpy(dst + b, src + b, static_cast<std::size_t>(e - b));
+      });
+      part.in[i].data = dst;
+    }
+    launch(part, where);
+    ready->record(stream);
+  }
+  runtime::stream_synchronize(stream, where.device);
 }
 
 namespace {
@@ -330,7 +383,8 @@ void launch(reduce_call& call, const placement& where) {
     runtime::require_device("arrayport.ops on device memory");
 #endif
   }
-  if (runtime::is_available()) runtime::stream_synchronize(ext::current_stream().handle, where.device);
+  if (!where.host_only && runtime::is_available())
+    runtime::stream_synchronize(ext::current_stream().handle, where.device);
   cpu::reduce_table[std::size_t(op)][std::size_t(t)](call);
 }
 

@@ -39,6 +39,8 @@ type_id result_type(op_id op, const char* op_name, const std::vector<const ops_a
 /// Where a call runs and what it allocates.
 struct placement {
   bool on_gpu = false;
+  /// Every array operand is pageable host memory: a CPU call need not wait for the GPU.
+  bool host_only = false;
   memory_kind out_kind = memory_kind::host;
   int device = -1;  ///< CUDA device of device/managed memory, -1 otherwise
 };
@@ -60,6 +62,14 @@ void build_layout(ew_call& call, const strided_view& out, const std::vector<std:
 
 /// Runs (CPU) or enqueues (GPU, on the current stream) an element-wise call. GIL not needed.
 void launch(ew_call& call, const placement& where);
+
+/// device=N with operands in pageable host memory, which the GPU cannot read: `call` (one flat
+/// dimension, `call.out` in memory the GPU writes) runs on the GPU in chunks of about
+/// `chunk_bytes` per input. Each chunk of every input marked in `staged` is copied by the CPU
+/// threads into one of three pinned slots while the GPU computes the chunks before it (an event
+/// per slot says when it may be refilled). Returns once the GPU is done. GIL not needed.
+void launch_staged(const ew_call& call, const placement& where, const bool* staged,
+                   std::int64_t chunk_bytes);
 
 /// Fills `call`'s layout for reducing `view` over `axes` (sorted, unique); returns the shape of
 /// the output (with 1s for reduced axes when keepdims).

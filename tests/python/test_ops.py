@@ -746,6 +746,44 @@ def test_device_runs_host_operands_on_the_gpu_and_returns_numpy(n):
 
 
 @needs_gpu
+@pytest.mark.parametrize("chunk_bytes", [None, "16384"])  # the default, and chunks of 4096 elements
+@pytest.mark.parametrize("n", [1, 4095, 4097, 70_001])
+def test_device_stages_host_operands_in_chunks_and_matches_numpy(monkeypatch, n, chunk_bytes):
+    # Host operands of the result's shape take the staged path: chunks copied into three pinned
+    # slots while the GPU computes the ones before (with 16 KiB chunks, 70,001 elements are 18
+    # chunks: every slot refilled several times); mixed dtypes, scalars and three inputs too.
+    if chunk_bytes:
+        monkeypatch.setenv("ARRAYPORT_STAGE_CHUNK_BYTES", chunk_bytes)
+    x, y = rng_array((n,), "float32", 11), rng_array((n,), "float32", 12)
+    i = rng_array((n,), "int32", 13)
+    z = rng_array((n,), "float64", 14)
+    cond = x > 0
+    cases = [
+        (ops.add(x, y, device=0), x + y),
+        (ops.multiply(x, 3.0, device=0), x * np.float32(3.0)),
+        (ops.subtract(i, z, device=0), i - z),                     # int32 - float64: float64
+        (ops.maximum(i, 7, device=0), np.maximum(i, 7)),
+        (ops.where(cond, x, y, device=0), np.where(cond, x, y)),
+        (ops.axpy(2.0, x, y, device=0), np.float32(2.0) * x + y),
+        (ops.sqrt(z * z, device=0), np.sqrt(z * z)),
+        (ops.astype(x, "int64", device=0), x.astype(np.int64)),
+        (ops.divide(x, np.zeros_like(x), zero_value=5, device=0), np.full(n, 5, np.float32)),
+        (ops.add(x.reshape(1, n), y.reshape(1, n), device=0), (x + y).reshape(1, n)),
+    ]
+    for got, want in cases:
+        assert isinstance(got, np.ndarray) and got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    # Layouts the staged path does not take (strided, broadcast) go through pinned copies.
+    np.testing.assert_allclose(ops.add(x[::2], y[::2], device=0), x[::2] + y[::2], rtol=1e-6)
+    yy = np.stack([y, y])
+    np.testing.assert_allclose(ops.add(x.reshape(1, n), yy, device=0), x + yy, rtol=1e-6)
+    # bfloat16, which NumPy has no dtype for, comes back as a pinned Array.
+    h = ops.astype(x, "bfloat16", device=0)
+    assert isinstance(h, ap.Array) and h.memory == "pinned" and h.shape == (n,)
+    np.testing.assert_allclose(ops.astype(h, "float32").get(), x, rtol=1e-2)
+
+
+@needs_gpu
 def test_device_with_an_operand_already_on_the_gpu_returns_a_gpu_array():
     x = rng_array((5000,), "float32", 3)
     d = to_gpu(x, "device")

@@ -130,14 +130,16 @@ def test_each_thread_its_own_current_stream():
 
 def test_the_gil_is_released_while_a_large_kernel_runs():
     # A reduction of a zero-stride input (a long kernel that needs no memory), grown until it
-    # takes a fifth of a second: about 2^26 elements natively, fewer under a sanitizer.
+    # takes a fifth of a second: about 2^26 elements on 2 cores, fewer under a sanitizer, more
+    # than 2^30 on a 16-core machine.
     n = 1 << 20
     while True:
         x = np.broadcast_to(np.float32(1), (n,))
         start = time.perf_counter()
-        assert float(np.asarray(ops.sum(x))) == float(n)  # ones: exact in pairwise float32
+        total = float(np.asarray(ops.sum(x)))
         alone = time.perf_counter() - start
-        if alone > 0.2 or n >= 1 << 30:
+        assert abs(total - n) <= n * 1e-5, (total, n)  # pairwise: exact to 2^24, close beyond
+        if alone > 0.2 or n >= 1 << 36:
             break
         n *= 4
     assert alone > 0.05, f"the kernel took {alone:.3f} s: too short to tell"
