@@ -142,10 +142,10 @@ class acquired {
     m_source = other.m_source;
     m_protocol = other.m_protocol;
     m_owner = std::exchange(other.m_owner, nullptr);
-    m_buffer = other.m_buffer;
+    if (other.m_source == source::buffer) m_buffer = other.m_buffer;
     m_managed = std::exchange(other.m_managed, nullptr);
     if (other.uses_inline()) {
-      std::memcpy(m_extents, other.m_extents, sizeof m_extents);
+      std::memcpy(m_extents, other.m_extents, sizeof(std::int64_t) * 2 * std::size_t(m_view.ndim));
       m_view.shape = m_extents;
       m_view.strides = m_extents + m_view.ndim;
     }
@@ -166,10 +166,10 @@ class acquired {
   source m_source = source::none;
   std::uint32_t m_protocol = 0;
   PyObject* m_owner = nullptr;   // strong reference to the producer
-  Py_buffer m_buffer{};          // source::buffer
+  Py_buffer m_buffer;            // source::buffer only (not initialised otherwise)
   void* m_managed = nullptr;     // source::dlpack_*: the managed tensor to delete exactly once
   std::int64_t* m_heap = nullptr;
-  std::int64_t m_extents[2 * inline_rank] = {};
+  std::int64_t m_extents[2 * inline_rank];  // written before they are read
 };
 
 namespace detail {
@@ -272,6 +272,13 @@ inline bool is_numpy_array_type(PyTypeObject* type) noexcept {
   return false;
 }
 
+// numpy.ndarray itself (not a subclass) once describe_type has seen it: the typed parameters'
+// fast path compares one pointer. Never freed: the type cache holds a reference.
+inline PyTypeObject*& numpy_exact_type() noexcept {
+  static PyTypeObject* type = nullptr;
+  return type;
+}
+
 // The dtype of a NumPy type number (NPY_BOOL .. NPY_HALF), or false for the others.
 inline bool numpy_dtype(int type_num, arrayport::dtype& out) noexcept {
   constexpr std::uint8_t long_bits = 8 * sizeof(long);
@@ -311,6 +318,7 @@ inline type_entry describe_type(PyTypeObject* type, const arrayport_python_api_t
   if ((e.exchange = find_exchange_api(type))) e.protocols |= protocol_exchange;
   if (type->tp_as_buffer && type->tp_as_buffer->bf_getbuffer) e.protocols |= protocol_buffer;
   e.numpy = (e.protocols & protocol_buffer) && is_numpy_array_type(type);
+  if (e.numpy && std::strcmp(type->tp_name, "numpy.ndarray") == 0) numpy_exact_type() = type;
   if (type_has(type, "__dlpack__")) e.protocols |= protocol_dlpack;
   if (type_has(type, "__cuda_array_interface__")) e.protocols |= protocol_cai;
   return e;
@@ -411,19 +419,23 @@ inline std::int64_t next_compact_stride(std::int64_t stride, std::int64_t extent
 
 // Whether the farthest elements from `data` on either side, in bytes, fit in int64 (and so in the
 // address space). A negative extent is not this function's to judge: true.
-inline bool spans_fit(const arrayport_view_t& v) noexcept {
-  for (int i = 0; i < v.ndim; ++i)
-    if (v.shape[i] <= 0) return true;
-  const auto itemsize = static_cast<std::int64_t>(arrayport::dtype::from_c(v.dtype).itemsize());
+inline bool spans_fit(const std::int64_t* shape, const std::int64_t* strides, int ndim,
+                      std::int64_t itemsize) noexcept {
+  for (int i = 0; i < ndim; ++i)
+    if (shape[i] <= 0) return true;
   std::int64_t lo = 0, hi = 0;
-  for (int i = 0; i < v.ndim; ++i) {
+  for (int i = 0; i < ndim; ++i) {
     std::int64_t span = 0;
-    if (__builtin_mul_overflow(v.shape[i] - 1, v.strides[i], &span) ||
+    if (__builtin_mul_overflow(shape[i] - 1, strides[i], &span) ||
         __builtin_mul_overflow(span, itemsize, &span) ||
         (span >= 0 ? __builtin_add_overflow(hi, span, &hi) : __builtin_add_overflow(lo, span, &lo)))
       return false;
   }
   return true;
+}
+inline bool spans_fit(const arrayport_view_t& v) noexcept {
+  return spans_fit(v.shape, v.strides, v.ndim,
+                   static_cast<std::int64_t>(arrayport::dtype::from_c(v.dtype).itemsize()));
 }
 
 // Compact row-major strides (in elements) for a producer that gave none. False when one that is
@@ -575,6 +587,8 @@ acquired acquire(PyObject* obj, const constraints& c = {}, const acquire_options
 // Implementation
 
 inline void acquired::release() noexcept {
+  // Nothing held (a default-constructed or moved-from holder): its view is already reset.
+  if (m_source == source::none && !m_owner && !m_heap) return;
   switch (m_source) {
     case source::buffer:
       PyBuffer_Release(&m_buffer);
@@ -1182,5 +1196,69 @@ struct typed_constraints {
     return c;
   }
 };
+
+namespace detail {
+
+// ---- the typed parameters' fast path ---------------------------------------------------------
+//
+// A function argument (call-scoped: the caller holds the object until the call returns) that is
+// an exact arrayport.Array or numpy.ndarray and meets every constraint of view<T, Rank, Space>
+// becomes the view straight from the object's struct: no holder, no reference taken, no type
+// cache walk, no current stream. Anything else -- another producer, a subclass, a violated
+// constraint, geometry the general path would refuse or refine (host memory for a device view
+// may be pinned: CUDA is asked there) -- returns false, and acquire() decides, with its messages.
+template <class T, std::size_t Rank, class Space>
+inline bool typed_view_fast(PyObject* obj, arrayport::view<T, Rank, Space>& out) noexcept {
+  using U = std::remove_cv_t<T>;
+  using index_type = typename arrayport::view<T, Rank, Space>::index_type;
+  constexpr arrayport::dtype expected = dtype_of<U>;
+  constexpr bool writes = !std::is_const_v<T>;
+  constexpr std::size_t n = Rank > 0 ? Rank : 1;
+  index_type shape[n] = {}, strides[n] = {};
+  PyTypeObject* type = Py_TYPE(obj);
+  const arrayport_python_api_t* api = api_slot();
+  if (api && type == api->array_type) {
+    // An Array's view was checked when the Array was made (geometry, dtype).
+    const auto& v = *reinterpret_cast<const arrayport_view_t*>(reinterpret_cast<const char*>(obj) +
+                                                              api->array_view_offset);
+    if (arrayport::dtype::from_c(v.dtype) != expected || v.ndim != static_cast<int>(Rank) ||
+        !Space::accepts(static_cast<memory_kind>(v.memory_kind)) ||
+        (writes && (v.flags & ARRAYPORT_VIEW_READONLY)))
+      return false;
+    for (std::size_t r = 0; r != Rank; ++r) {
+      shape[r] = v.shape[r];
+      strides[r] = v.strides[r];
+    }
+    out = arrayport::view<T, Rank, Space>(static_cast<T*>(v.data), shape, strides);
+    return true;
+  }
+  if (!Space::accepts(memory_kind::host) || type != numpy_exact_type() || !type) return false;
+  // The fields from_numpy reads, with the checks from_numpy, check_geometry and
+  // check_constraints make of them.
+  const auto* a = reinterpret_cast<const numpy_array_fields*>(obj);
+  const auto* d = reinterpret_cast<const numpy_descr_head*>(a->descr);
+  arrayport::dtype dt;
+  if (a->nd != static_cast<int>(Rank) || !d || d->byteorder == '>' ||
+      !numpy_dtype(d->type_num, dt) || dt != expected ||
+      (writes && (a->flags & numpy_writeable) == 0))
+    return false;
+  constexpr auto itemsize = static_cast<Py_ssize_t>(expected.itemsize());
+  bool empty = false;
+  std::int64_t count = 1;
+  for (std::size_t r = 0; r != Rank; ++r) {
+    const Py_ssize_t extent = a->dimensions[r], stride = a->strides[r];
+    if (extent < 0 || stride % itemsize != 0) return false;
+    shape[r] = extent;
+    strides[r] = stride / itemsize;
+    empty = empty || extent == 0;
+    if (__builtin_mul_overflow(count, static_cast<std::int64_t>(extent), &count)) return false;
+  }
+  if (!empty && (!a->data || !spans_fit(shape, strides, static_cast<int>(Rank), itemsize)))
+    return false;
+  out = arrayport::view<T, Rank, Space>(reinterpret_cast<T*>(a->data), shape, strides);
+  return true;
+}
+
+}  // namespace detail
 
 }  // namespace arrayport::python
