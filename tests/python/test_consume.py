@@ -512,3 +512,100 @@ def test_c_api_1_1_raises_cuda_errors_as_arrayport_does():
         table.set_cuda_error(None, 2, None, None, 1)  # NULL strings read as ""
     e = info.value
     assert (str(e), e.code, e.name, e.api, e.sticky) == ("", 2, "", "", False)
+
+
+# ---- CuPy's attribute path, with a stand-in cupy module ---------------------------------------
+
+FAKE_CUPY = r'''
+import sys, types
+import numpy as np
+import arrayport as ap
+from arrayport import _core
+
+calls = []
+
+class Stream:
+    ptr = 0
+
+def get_current_stream():
+    calls.append("stream")
+    return Stream()
+
+class MemoryPointer:
+    def __init__(self, ptr, device_id=0):
+        self.ptr, self.device_id = ptr, device_id
+
+class ndarray:
+    """What the bridge reads of a cupy.ndarray: data.ptr, data.device_id, shape, strides, dtype."""
+    def __init__(self, host):
+        self.host = host
+        self.data = MemoryPointer(host.ctypes.data)
+        self.shape, self.strides, self.dtype = host.shape, host.strides, host.dtype
+    @property
+    def __cuda_array_interface__(self):
+        calls.append("cai")
+        h = self.host  # the truth, whatever the attributes say
+        return {"shape": h.shape, "typestr": h.dtype.str, "data": (h.ctypes.data, False),
+                "strides": h.strides, "version": 3, "stream": None}
+
+cupy = types.ModuleType("cupy")
+cupy.ndarray = ndarray
+cupy.cuda = types.ModuleType("cupy.cuda")
+cupy.cuda.get_current_stream = get_current_stream
+sys.modules["cupy"], sys.modules["cupy.cuda"] = cupy, cupy.cuda
+
+h = np.arange(60, dtype=np.float32).reshape(5, 12)
+for host in (h, h[::2, 1::3], h.T, h[:, ::-1], h[::-2, ::3], np.zeros(0, np.int16),
+             np.arange(6, dtype=np.complex128)):
+    x = ndarray(host)
+    calls.clear()
+    v = ap.view(x)
+    assert calls == ["stream"], calls          # attributes, CuPy's current stream; no CAI dict
+    assert _core._acquire_protocol(x) == "cai"
+    assert (v.ptr, v.shape, v.strides, v.dtype) == (host.ctypes.data, host.shape, host.strides,
+                                                   str(host.dtype)), (v, host)
+    assert v.memory == "device" and v.base is x  # CAI's "device-accessible" (no CUDA here)
+    calls.clear()
+    ap.view(x, sync=False)
+    assert calls == [], calls                  # no ordering: CuPy's stream not asked
+    calls.clear()
+    ap.view(x, protocol="cai")                 # a protocol named: the real interface
+    assert calls == ["cai"], calls
+
+# Anything unexpected falls back to the protocols, with their checks and messages.
+for attr, value in (("dtype", "float32"), ("shape", [5, 12]), ("data", None),
+                    ("strides", (48,)), ("strides", (48, 2)), ("shape", (5, "12"))):
+    y = ndarray(h)
+    setattr(y, attr, value)
+    calls.clear()
+    v = ap.view(y)                             # the CAI, which states it right
+    assert calls[-1:] == ["cai"] and (v.shape, v.strides) == ((5, 12), (48, 4)), (attr, calls)
+y = ndarray(h)
+y.data = types.SimpleNamespace(device_id=0)   # no data.ptr at all
+calls.clear()
+assert ap.view(y).ptr == h.ctypes.data and calls == ["cai"], calls
+big = ndarray(h.astype(">f4"))                  # not native: the CAI's typestr says so
+calls.clear()
+try:
+    ap.view(big)
+    raise AssertionError("accepted")
+except ValueError as e:
+    assert "big-endian typestr '>f4' is not supported" in str(e), e
+assert "cai" in calls
+sub = type("sub", (ndarray,), {})(h)           # a subclass: not cupy.ndarray itself
+calls.clear()
+ap.view(sub)
+assert calls == ["cai"], calls
+print("ok")
+'''
+
+
+def test_cupy_arrays_are_read_from_their_attributes_with_a_stand_in_cupy(tmp_path):
+    """The CuPy path on a machine without CuPy: a stand-in cupy module (in a child interpreter, so
+    that no other test sees it) whose ndarray has the attributes the bridge reads."""
+    import subprocess
+
+    script = tmp_path / "fake_cupy.py"
+    script.write_text(FAKE_CUPY)
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stdout + result.stderr

@@ -7,6 +7,9 @@
 //   3. the buffer protocol (memoryview, bytes, array.array; NumPy arrays read from their struct);
 //   4. __dlpack__ (versioned first, legacy on TypeError);
 //   5. __cuda_array_interface__ (v3, and PyTorch's v2).
+// An exact cupy.ndarray (with every protocol allowed) is read from its attributes instead: the
+// facts its __cuda_array_interface__ v3 states, without building the dict (reported as
+// protocol_cai; any surprise falls back to the order above).
 // The view stays valid, and the producer alive, for as long as the `acquired` lives. Every
 // violation of the caller's constraints is a type_error / value_error / buffer_error naming the
 // argument, what was expected and what came.
@@ -142,10 +145,10 @@ class acquired {
     m_source = other.m_source;
     m_protocol = other.m_protocol;
     m_owner = std::exchange(other.m_owner, nullptr);
-    m_buffer = other.m_buffer;
+    if (other.m_source == source::buffer) m_buffer = other.m_buffer;
     m_managed = std::exchange(other.m_managed, nullptr);
     if (other.uses_inline()) {
-      std::memcpy(m_extents, other.m_extents, sizeof m_extents);
+      std::memcpy(m_extents, other.m_extents, sizeof(std::int64_t) * 2 * std::size_t(m_view.ndim));
       m_view.shape = m_extents;
       m_view.strides = m_extents + m_view.ndim;
     }
@@ -166,10 +169,10 @@ class acquired {
   source m_source = source::none;
   std::uint32_t m_protocol = 0;
   PyObject* m_owner = nullptr;   // strong reference to the producer
-  Py_buffer m_buffer{};          // source::buffer
+  Py_buffer m_buffer;            // source::buffer only (not initialised otherwise)
   void* m_managed = nullptr;     // source::dlpack_*: the managed tensor to delete exactly once
   std::int64_t* m_heap = nullptr;
-  std::int64_t m_extents[2 * inline_rank] = {};
+  std::int64_t m_extents[2 * inline_rank];  // written before they are read
 };
 
 namespace detail {
@@ -197,6 +200,7 @@ struct type_entry {
   std::uint32_t protocols = 0;   // what the type offers
   const dl_exchange_api* exchange = nullptr;
   bool numpy = false;            // numpy.ndarray or a subclass: its struct is read directly
+  bool cupy = false;             // cupy.ndarray exactly: read from its attributes (from_cupy)
   std::int8_t dlpack_cuda = -1;  // where its last __dlpack__ tensor was: 1 CUDA, 0 host, -1 unknown
   bool dlpack_legacy = false;    // its __dlpack__ takes no max_version (before DLPack 1.0)
 };
@@ -272,6 +276,13 @@ inline bool is_numpy_array_type(PyTypeObject* type) noexcept {
   return false;
 }
 
+// numpy.ndarray itself (not a subclass) once describe_type has seen it: the typed parameters'
+// fast path compares one pointer. Never freed: the type cache holds a reference.
+inline PyTypeObject*& numpy_exact_type() noexcept {
+  static PyTypeObject* type = nullptr;
+  return type;
+}
+
 // The dtype of a NumPy type number (NPY_BOOL .. NPY_HALF), or false for the others.
 inline bool numpy_dtype(int type_num, arrayport::dtype& out) noexcept {
   constexpr std::uint8_t long_bits = 8 * sizeof(long);
@@ -296,6 +307,117 @@ inline bool numpy_dtype(int type_num, arrayport::dtype& out) noexcept {
   }
 }
 
+// ---- CuPy arrays, read from their attributes ---------------------------------------------------
+//
+// CuPy's __dlpack__ (stream handshake, pointer attributes, capsule) costs 400-600 ns, its
+// __cuda_array_interface__ more (a dict with dtype.descr). The same facts are public attributes:
+// x.data.ptr and x.data.device_id (the MemoryPointer), x.shape, x.strides (bytes), x.dtype (a NumPy
+// dtype). Both of CuPy's exports order the data on CuPy's current stream; so does from_cupy.
+
+// Whether `type` is cupy.ndarray itself (CuPy already imported: an instance exists).
+inline bool is_cupy_array_type(PyTypeObject* type) noexcept {
+  static PyObject* const name = PyUnicode_InternFromString("cupy");
+  PyObject* module = name ? PyImport_GetModule(name) : nullptr;
+  if (!module) {
+    PyErr_Clear();
+    return false;
+  }
+  PyObject* ndarray = PyObject_GetAttrString(module, "ndarray");
+  Py_DECREF(module);
+  if (!ndarray) PyErr_Clear();
+  const bool is = ndarray == reinterpret_cast<PyObject*>(type);
+  Py_XDECREF(ndarray);
+  return is;
+}
+
+// numpy.dtype, once NumPy is imported (CuPy imports it); nullptr before. Kept for good.
+inline PyTypeObject* numpy_dtype_type() noexcept {
+  static PyTypeObject* type = nullptr;
+  if (type) return type;
+  static PyObject* const name = PyUnicode_InternFromString("numpy");
+  PyObject* module = name ? PyImport_GetModule(name) : nullptr;
+  if (!module) {
+    PyErr_Clear();
+    return nullptr;
+  }
+  PyObject* t = PyObject_GetAttrString(module, "dtype");
+  Py_DECREF(module);
+  if (t && PyType_Check(t) &&
+      reinterpret_cast<PyTypeObject*>(t)->tp_basicsize >= static_cast<Py_ssize_t>(sizeof(numpy_descr_head))) {
+    type = reinterpret_cast<PyTypeObject*>(t);  // the reference is kept
+    return type;
+  }
+  Py_XDECREF(t);
+  PyErr_Clear();
+  return nullptr;
+}
+
+// CuPy's current stream (the one its exports order the data on), found once: the C function that
+// its own __cuda_array_interface__ calls, get_current_stream_ptr (a Cython cdef function, exported
+// through the module's __pyx_capi__ with its C signature as the capsule name), else the public
+// cupy.cuda.get_current_stream().ptr (a Python call).
+struct cupy_stream_getter {
+  using c_function = std::intptr_t (*)();
+  c_function c = nullptr;
+  PyObject* python = nullptr;  // cupy.cuda.get_current_stream, kept for good
+  bool resolved = false;
+};
+
+inline cupy_stream_getter& cupy_stream() noexcept {
+  static cupy_stream_getter g;
+  if (g.resolved) return g;
+  g.resolved = true;
+  for (const char* module_name : {"cupy.cuda.stream", "cupy_backends.cuda.stream"}) {
+    PyObject* module = PyImport_ImportModule(module_name);
+    PyObject* capi = module ? PyObject_GetAttrString(module, "__pyx_capi__") : nullptr;
+    Py_XDECREF(module);
+    PyObject* capsule = capi && PyDict_Check(capi) ? PyDict_GetItemString(capi, "get_current_stream_ptr")
+                                                   : nullptr;  // borrowed
+    if (capsule && PyCapsule_CheckExact(capsule)) {
+      const char* signature = PyCapsule_GetName(capsule);
+      constexpr const char expected[] = "intptr_t (void)";  // an "except" clause may follow
+      if (signature && std::strncmp(signature, expected, sizeof expected - 1) == 0)
+        g.c = reinterpret_cast<cupy_stream_getter::c_function>(PyCapsule_GetPointer(capsule, signature));
+    }
+    Py_XDECREF(capi);
+    PyErr_Clear();
+    if (g.c) return g;
+  }
+  PyObject* cuda = PyImport_ImportModule("cupy.cuda");
+  g.python = cuda ? PyObject_GetAttrString(cuda, "get_current_stream") : nullptr;
+  Py_XDECREF(cuda);
+  PyErr_Clear();
+  return g;
+}
+
+// CuPy's current stream as a handle (its 0 and 1 are the legacy default stream: nullptr). False,
+// with no error set, when it cannot be had.
+inline bool cupy_current_stream(stream_handle& out) noexcept {
+  cupy_stream_getter& g = cupy_stream();
+  std::intptr_t p = 0;
+  if (g.c) {
+    p = g.c();
+    if (p == -1 && PyErr_Occurred()) {
+      PyErr_Clear();
+      return false;
+    }
+  } else if (g.python) {
+    PyObject* stream = PyObject_CallNoArgs(g.python);
+    PyObject* ptr = stream ? PyObject_GetAttrString(stream, "ptr") : nullptr;
+    Py_XDECREF(stream);
+    p = ptr && PyLong_Check(ptr) ? static_cast<std::intptr_t>(PyLong_AsLongLong(ptr)) : -1;
+    Py_XDECREF(ptr);
+    if (p < 0) {
+      PyErr_Clear();
+      return false;
+    }
+  } else {
+    return false;
+  }
+  out = p == 0 || p == 1 ? nullptr : reinterpret_cast<stream_handle>(p);
+  return true;
+}
+
 inline bool type_has(PyTypeObject* type, const char* attr) noexcept {
   int has = PyObject_HasAttrString(reinterpret_cast<PyObject*>(type), attr);
   return has == 1;
@@ -311,8 +433,10 @@ inline type_entry describe_type(PyTypeObject* type, const arrayport_python_api_t
   if ((e.exchange = find_exchange_api(type))) e.protocols |= protocol_exchange;
   if (type->tp_as_buffer && type->tp_as_buffer->bf_getbuffer) e.protocols |= protocol_buffer;
   e.numpy = (e.protocols & protocol_buffer) && is_numpy_array_type(type);
+  if (e.numpy && std::strcmp(type->tp_name, "numpy.ndarray") == 0) numpy_exact_type() = type;
   if (type_has(type, "__dlpack__")) e.protocols |= protocol_dlpack;
   if (type_has(type, "__cuda_array_interface__")) e.protocols |= protocol_cai;
+  e.cupy = (e.protocols & protocol_cai) && is_cupy_array_type(type);
   return e;
 }
 
@@ -411,19 +535,23 @@ inline std::int64_t next_compact_stride(std::int64_t stride, std::int64_t extent
 
 // Whether the farthest elements from `data` on either side, in bytes, fit in int64 (and so in the
 // address space). A negative extent is not this function's to judge: true.
-inline bool spans_fit(const arrayport_view_t& v) noexcept {
-  for (int i = 0; i < v.ndim; ++i)
-    if (v.shape[i] <= 0) return true;
-  const auto itemsize = static_cast<std::int64_t>(arrayport::dtype::from_c(v.dtype).itemsize());
+inline bool spans_fit(const std::int64_t* shape, const std::int64_t* strides, int ndim,
+                      std::int64_t itemsize) noexcept {
+  for (int i = 0; i < ndim; ++i)
+    if (shape[i] <= 0) return true;
   std::int64_t lo = 0, hi = 0;
-  for (int i = 0; i < v.ndim; ++i) {
+  for (int i = 0; i < ndim; ++i) {
     std::int64_t span = 0;
-    if (__builtin_mul_overflow(v.shape[i] - 1, v.strides[i], &span) ||
+    if (__builtin_mul_overflow(shape[i] - 1, strides[i], &span) ||
         __builtin_mul_overflow(span, itemsize, &span) ||
         (span >= 0 ? __builtin_add_overflow(hi, span, &hi) : __builtin_add_overflow(lo, span, &lo)))
       return false;
   }
   return true;
+}
+inline bool spans_fit(const arrayport_view_t& v) noexcept {
+  return spans_fit(v.shape, v.strides, v.ndim,
+                   static_cast<std::int64_t>(arrayport::dtype::from_c(v.dtype).itemsize()));
 }
 
 // Compact row-major strides (in elements) for a producer that gave none. False when one that is
@@ -575,6 +703,8 @@ acquired acquire(PyObject* obj, const constraints& c = {}, const acquire_options
 // Implementation
 
 inline void acquired::release() noexcept {
+  // Nothing held (a default-constructed or moved-from holder): its view is already reset.
+  if (m_source == source::none && !m_owner && !m_heap) return;
   switch (m_source) {
     case source::buffer:
       PyBuffer_Release(&m_buffer);
@@ -924,6 +1054,96 @@ struct detail_access {
     }
   }
 
+  // An exact cupy.ndarray from its attributes (see cupy_stream_getter): what its CAI v3 would
+  // state, the memory kind asked of CUDA (managed memory stays managed, as CuPy's own DLPack
+  // export reports it), and CuPy's current stream ordered before the consumer's. False, with
+  // nothing taken and no error set, when anything is not as expected: the caller falls back.
+  static bool from_cupy(acquired& a, PyObject* obj, const acquire_options& o) {
+    static PyObject* const names[6] = {detail::interned("data"), detail::interned("ptr"),
+                                       detail::interned("device_id"), detail::interned("dtype"),
+                                       detail::interned("shape"), detail::interned("strides")};
+    for (PyObject* n : names)
+      if (!n) return PyErr_Clear(), false;
+    PyTypeObject* dtype_type = detail::numpy_dtype_type();
+    if (!dtype_type) return false;
+    struct refs {  // new references, dropped on every return
+      PyObject* p[6] = {};
+      ~refs() {
+        for (PyObject* o : p) Py_XDECREF(o);
+      }
+    } r;
+    PyObject*& data = r.p[0];
+    PyObject*& ptr = r.p[1];
+    PyObject*& device_id = r.p[2];
+    PyObject*& dtype = r.p[3];
+    PyObject*& shape = r.p[4];
+    PyObject*& strides = r.p[5];
+    if (!(data = PyObject_GetAttr(obj, names[0])) || !(ptr = PyObject_GetAttr(data, names[1])) ||
+        !(device_id = PyObject_GetAttr(data, names[2])) || !(dtype = PyObject_GetAttr(obj, names[3])) ||
+        !(shape = PyObject_GetAttr(obj, names[4])) || !(strides = PyObject_GetAttr(obj, names[5]))) {
+      PyErr_Clear();
+      return false;
+    }
+    if (!PyLong_Check(ptr) || !PyLong_Check(device_id) || !PyObject_TypeCheck(dtype, dtype_type) ||
+        !PyTuple_Check(shape) || !PyTuple_Check(strides))
+      return false;
+    const Py_ssize_t ndim = PyTuple_GET_SIZE(shape);
+    if (ndim > ARRAYPORT_MAX_NDIM || PyTuple_GET_SIZE(strides) != ndim) return false;
+    const auto* d = reinterpret_cast<const detail::numpy_descr_head*>(dtype);
+    arrayport::dtype dt;
+    if (d->byteorder == '>' || !detail::numpy_dtype(d->type_num, dt)) return false;
+    const long long address = PyLong_AsLongLong(ptr);
+    const long device = PyLong_AsLong(device_id);
+    if (address < 0 || device < 0 || device > std::numeric_limits<std::int32_t>::max()) {
+      PyErr_Clear();
+      return false;
+    }
+    const auto itemsize = static_cast<long long>(dt.itemsize());
+    std::int64_t small[2 * acquired::inline_rank];  // read before any allocation: nothing to undo
+    std::int64_t* ext = ndim <= acquired::inline_rank ? small : nullptr;
+    struct heap {
+      std::int64_t* p = nullptr;
+      ~heap() { std::free(p); }
+    } big;
+    if (!ext) {
+      big.p = static_cast<std::int64_t*>(std::malloc(sizeof(std::int64_t) * 2 * std::size_t(ndim)));
+      if (!(ext = big.p)) return false;
+    }
+    for (Py_ssize_t i = 0; i < ndim; ++i) {
+      PyObject* e = PyTuple_GET_ITEM(shape, i);
+      PyObject* s = PyTuple_GET_ITEM(strides, i);
+      if (!PyLong_Check(e) || !PyLong_Check(s)) return false;
+      const long long extent = PyLong_AsLongLong(e), stride = PyLong_AsLongLong(s);
+      if (PyErr_Occurred()) return PyErr_Clear(), false;
+      if (stride % itemsize != 0) return false;
+      ext[i] = extent;
+      ext[ndim + i] = stride / itemsize;
+    }
+    stream_handle producer = nullptr;
+    if (o.sync && !detail::cupy_current_stream(producer)) return false;
+    // Taken: from here on, errors are errors (CUDA's, ordering the streams).
+    std::int64_t* dst = a.extents(static_cast<int>(ndim));
+    std::memcpy(dst, ext, sizeof(std::int64_t) * 2 * std::size_t(ndim));
+    arrayport_view_t& v = a.m_view;
+    v.data = reinterpret_cast<void*>(static_cast<std::uintptr_t>(address));
+    v.ndim = static_cast<std::int32_t>(ndim);
+    v.shape = dst;
+    v.strides = dst + ndim;
+    v.dtype = dt.to_c();
+    v.flags = 0u;  // CuPy arrays are writable (its CAI says readonly False)
+    v.owner = obj;
+    a.m_source = acquired::source::reference;
+    // Device or managed memory: CUDA says which (as CuPy's own DLPack export asks it).
+    const runtime::pointer_info info = runtime::query_pointer(v.data);
+    const memory_kind kind = info.kind == memory_kind::host ? memory_kind::device : info.kind;
+    v.memory_kind = static_cast<std::uint32_t>(kind);
+    v.device = dlpack_device(kind, static_cast<int>(device));
+    if (o.sync)
+      runtime::order_streams(producer, o.stream_given ? o.stream : current_stream(),
+                             static_cast<int>(device));
+    return true;
+  }
+
   static void from_cai(acquired& a, const constraints& c, PyObject* obj, stream_handle consumer,
                        bool sync) {
     static PyObject* const cai_name = detail::interned("__cuda_array_interface__");
@@ -1070,7 +1290,9 @@ inline acquired acquire(PyObject* obj, const constraints& c, const acquire_optio
   // The consumer's stream matters only to the device protocols: asked for there, not for every
   // NumPy array or buffer.
   auto consumer = [&o]() { return o.stream_given ? o.stream : current_stream(); };
-  if (offered & protocol_array) {
+  if (type.cupy && o.protocols == protocol_all && detail_access::from_cupy(a, obj, o)) {
+    a.m_protocol = protocol_cai;  // the facts of its CAI v3, read attribute by attribute
+  } else if (offered & protocol_array) {
     detail_access::from_array(a, obj, *loaded_api());
     a.m_protocol = protocol_array;
   } else if (offered & protocol_exchange) {
@@ -1182,5 +1404,69 @@ struct typed_constraints {
     return c;
   }
 };
+
+namespace detail {
+
+// ---- the typed parameters' fast path ---------------------------------------------------------
+//
+// A function argument (call-scoped: the caller holds the object until the call returns) that is
+// an exact arrayport.Array or numpy.ndarray and meets every constraint of view<T, Rank, Space>
+// becomes the view straight from the object's struct: no holder, no reference taken, no type
+// cache walk, no current stream. Anything else -- another producer, a subclass, a violated
+// constraint, geometry the general path would refuse or refine (host memory for a device view
+// may be pinned: CUDA is asked there) -- returns false, and acquire() decides, with its messages.
+template <class T, std::size_t Rank, class Space>
+inline bool typed_view_fast(PyObject* obj, arrayport::view<T, Rank, Space>& out) noexcept {
+  using U = std::remove_cv_t<T>;
+  using index_type = typename arrayport::view<T, Rank, Space>::index_type;
+  constexpr arrayport::dtype expected = dtype_of<U>;
+  constexpr bool writes = !std::is_const_v<T>;
+  constexpr std::size_t n = Rank > 0 ? Rank : 1;
+  index_type shape[n] = {}, strides[n] = {};
+  PyTypeObject* type = Py_TYPE(obj);
+  const arrayport_python_api_t* api = api_slot();
+  if (api && type == api->array_type) {
+    // An Array's view was checked when the Array was made (geometry, dtype).
+    const auto& v = *reinterpret_cast<const arrayport_view_t*>(reinterpret_cast<const char*>(obj) +
+                                                              api->array_view_offset);
+    if (arrayport::dtype::from_c(v.dtype) != expected || v.ndim != static_cast<int>(Rank) ||
+        !Space::accepts(static_cast<memory_kind>(v.memory_kind)) ||
+        (writes && (v.flags & ARRAYPORT_VIEW_READONLY)))
+      return false;
+    for (std::size_t r = 0; r != Rank; ++r) {
+      shape[r] = v.shape[r];
+      strides[r] = v.strides[r];
+    }
+    out = arrayport::view<T, Rank, Space>(static_cast<T*>(v.data), shape, strides);
+    return true;
+  }
+  if (!Space::accepts(memory_kind::host) || type != numpy_exact_type() || !type) return false;
+  // The fields from_numpy reads, with the checks from_numpy, check_geometry and
+  // check_constraints make of them.
+  const auto* a = reinterpret_cast<const numpy_array_fields*>(obj);
+  const auto* d = reinterpret_cast<const numpy_descr_head*>(a->descr);
+  arrayport::dtype dt;
+  if (a->nd != static_cast<int>(Rank) || !d || d->byteorder == '>' ||
+      !numpy_dtype(d->type_num, dt) || dt != expected ||
+      (writes && (a->flags & numpy_writeable) == 0))
+    return false;
+  constexpr auto itemsize = static_cast<Py_ssize_t>(expected.itemsize());
+  bool empty = false;
+  std::int64_t count = 1;
+  for (std::size_t r = 0; r != Rank; ++r) {
+    const Py_ssize_t extent = a->dimensions[r], stride = a->strides[r];
+    if (extent < 0 || stride % itemsize != 0) return false;
+    shape[r] = extent;
+    strides[r] = stride / itemsize;
+    empty = empty || extent == 0;
+    if (__builtin_mul_overflow(count, static_cast<std::int64_t>(extent), &count)) return false;
+  }
+  if (!empty && (!a->data || !spans_fit(shape, strides, static_cast<int>(Rank), itemsize)))
+    return false;
+  out = arrayport::view<T, Rank, Space>(reinterpret_cast<T*>(a->data), shape, strides);
+  return true;
+}
+
+}  // namespace detail
 
 }  // namespace arrayport::python

@@ -23,12 +23,17 @@ struct view_traits<arrayport::view<T, Rank, Space>> {
   static arrayport::view<T, Rank, Space> get(const acquired& a) {
     return a.template as<T, Rank, Space>();
   }
+  // An exact Array or NumPy array that meets the constraints, straight from its struct.
+  static bool fast(PyObject* src, arrayport::view<T, Rank, Space>& out) noexcept {
+    return detail::typed_view_fast(src, out);
+  }
 };
 
 template <>
 struct view_traits<strided_view> {
   static constraints make() noexcept { return {}; }
   static strided_view get(const acquired& a) noexcept { return a.view(); }
+  static bool fast(PyObject*, strided_view&) noexcept { return false; }  // needs the holder
 };
 
 /// A parameter of type `View` (arrayport::view<T, Rank, Space> or strided_view). Overloads
@@ -39,6 +44,8 @@ template <class View>
 class parameter {
  public:
   bool load(PyObject* src, bool convert) noexcept {
+    // The argument outlives the call, so the fast path takes no reference and no holder.
+    if (src && !m_arg.failed() && view_traits<View>::fast(src, m_value)) return true;
     if (!m_arg.load(src, convert, view_traits<View>::make())) return false;
     if (!m_arg.failed()) m_value = view_traits<View>::get(m_arg.held());
     return true;
