@@ -7,9 +7,6 @@
 //   3. the buffer protocol (memoryview, bytes, array.array; NumPy arrays read from their struct);
 //   4. __dlpack__ (versioned first, legacy on TypeError);
 //   5. __cuda_array_interface__ (v3, and PyTorch's v2).
-// An exact cupy.ndarray (with every protocol allowed) is read from its attributes instead: the
-// facts its __cuda_array_interface__ v3 states, without building the dict (reported as
-// protocol_cai; any surprise falls back to the order above).
 // The view stays valid, and the producer alive, for as long as the `acquired` lives. Every
 // violation of the caller's constraints is a type_error / value_error / buffer_error naming the
 // argument, what was expected and what came.
@@ -200,7 +197,6 @@ struct type_entry {
   std::uint32_t protocols = 0;   // what the type offers
   const dl_exchange_api* exchange = nullptr;
   bool numpy = false;            // numpy.ndarray or a subclass: its struct is read directly
-  bool cupy = false;             // cupy.ndarray exactly: read from its attributes (from_cupy)
   std::int8_t dlpack_cuda = -1;  // where its last __dlpack__ tensor was: 1 CUDA, 0 host, -1 unknown
   bool dlpack_legacy = false;    // its __dlpack__ takes no max_version (before DLPack 1.0)
 };
@@ -307,117 +303,6 @@ inline bool numpy_dtype(int type_num, arrayport::dtype& out) noexcept {
   }
 }
 
-// ---- CuPy arrays, read from their attributes ---------------------------------------------------
-//
-// CuPy's __dlpack__ (stream handshake, pointer attributes, capsule) costs 400-600 ns, its
-// __cuda_array_interface__ more (a dict with dtype.descr). The same facts are public attributes:
-// x.data.ptr and x.data.device_id (the MemoryPointer), x.shape, x.strides (bytes), x.dtype (a NumPy
-// dtype). Both of CuPy's exports order the data on CuPy's current stream; so does from_cupy.
-
-// Whether `type` is cupy.ndarray itself (CuPy already imported: an instance exists).
-inline bool is_cupy_array_type(PyTypeObject* type) noexcept {
-  static PyObject* const name = PyUnicode_InternFromString("cupy");
-  PyObject* module = name ? PyImport_GetModule(name) : nullptr;
-  if (!module) {
-    PyErr_Clear();
-    return false;
-  }
-  PyObject* ndarray = PyObject_GetAttrString(module, "ndarray");
-  Py_DECREF(module);
-  if (!ndarray) PyErr_Clear();
-  const bool is = ndarray == reinterpret_cast<PyObject*>(type);
-  Py_XDECREF(ndarray);
-  return is;
-}
-
-// numpy.dtype, once NumPy is imported (CuPy imports it); nullptr before. Kept for good.
-inline PyTypeObject* numpy_dtype_type() noexcept {
-  static PyTypeObject* type = nullptr;
-  if (type) return type;
-  static PyObject* const name = PyUnicode_InternFromString("numpy");
-  PyObject* module = name ? PyImport_GetModule(name) : nullptr;
-  if (!module) {
-    PyErr_Clear();
-    return nullptr;
-  }
-  PyObject* t = PyObject_GetAttrString(module, "dtype");
-  Py_DECREF(module);
-  if (t && PyType_Check(t) &&
-      reinterpret_cast<PyTypeObject*>(t)->tp_basicsize >= static_cast<Py_ssize_t>(sizeof(numpy_descr_head))) {
-    type = reinterpret_cast<PyTypeObject*>(t);  // the reference is kept
-    return type;
-  }
-  Py_XDECREF(t);
-  PyErr_Clear();
-  return nullptr;
-}
-
-// CuPy's current stream (the one its exports order the data on), found once: the C function that
-// its own __cuda_array_interface__ calls, get_current_stream_ptr (a Cython cdef function, exported
-// through the module's __pyx_capi__ with its C signature as the capsule name), else the public
-// cupy.cuda.get_current_stream().ptr (a Python call).
-struct cupy_stream_getter {
-  using c_function = std::intptr_t (*)();
-  c_function c = nullptr;
-  PyObject* python = nullptr;  // cupy.cuda.get_current_stream, kept for good
-  bool resolved = false;
-};
-
-inline cupy_stream_getter& cupy_stream() noexcept {
-  static cupy_stream_getter g;
-  if (g.resolved) return g;
-  g.resolved = true;
-  for (const char* module_name : {"cupy.cuda.stream", "cupy_backends.cuda.stream"}) {
-    PyObject* module = PyImport_ImportModule(module_name);
-    PyObject* capi = module ? PyObject_GetAttrString(module, "__pyx_capi__") : nullptr;
-    Py_XDECREF(module);
-    PyObject* capsule = capi && PyDict_Check(capi) ? PyDict_GetItemString(capi, "get_current_stream_ptr")
-                                                   : nullptr;  // borrowed
-    if (capsule && PyCapsule_CheckExact(capsule)) {
-      const char* signature = PyCapsule_GetName(capsule);
-      constexpr const char expected[] = "intptr_t (void)";  // an "except" clause may follow
-      if (signature && std::strncmp(signature, expected, sizeof expected - 1) == 0)
-        g.c = reinterpret_cast<cupy_stream_getter::c_function>(PyCapsule_GetPointer(capsule, signature));
-    }
-    Py_XDECREF(capi);
-    PyErr_Clear();
-    if (g.c) return g;
-  }
-  PyObject* cuda = PyImport_ImportModule("cupy.cuda");
-  g.python = cuda ? PyObject_GetAttrString(cuda, "get_current_stream") : nullptr;
-  Py_XDECREF(cuda);
-  PyErr_Clear();
-  return g;
-}
-
-// CuPy's current stream as a handle (its 0 and 1 are the legacy default stream: nullptr). False,
-// with no error set, when it cannot be had.
-inline bool cupy_current_stream(stream_handle& out) noexcept {
-  cupy_stream_getter& g = cupy_stream();
-  std::intptr_t p = 0;
-  if (g.c) {
-    p = g.c();
-    if (p == -1 && PyErr_Occurred()) {
-      PyErr_Clear();
-      return false;
-    }
-  } else if (g.python) {
-    PyObject* stream = PyObject_CallNoArgs(g.python);
-    PyObject* ptr = stream ? PyObject_GetAttrString(stream, "ptr") : nullptr;
-    Py_XDECREF(stream);
-    p = ptr && PyLong_Check(ptr) ? static_cast<std::intptr_t>(PyLong_AsLongLong(ptr)) : -1;
-    Py_XDECREF(ptr);
-    if (p < 0) {
-      PyErr_Clear();
-      return false;
-    }
-  } else {
-    return false;
-  }
-  out = p == 0 || p == 1 ? nullptr : reinterpret_cast<stream_handle>(p);
-  return true;
-}
-
 inline bool type_has(PyTypeObject* type, const char* attr) noexcept {
   int has = PyObject_HasAttrString(reinterpret_cast<PyObject*>(type), attr);
   return has == 1;
@@ -436,7 +321,6 @@ inline type_entry describe_type(PyTypeObject* type, const arrayport_python_api_t
   if (e.numpy && std::strcmp(type->tp_name, "numpy.ndarray") == 0) numpy_exact_type() = type;
   if (type_has(type, "__dlpack__")) e.protocols |= protocol_dlpack;
   if (type_has(type, "__cuda_array_interface__")) e.protocols |= protocol_cai;
-  e.cupy = (e.protocols & protocol_cai) && is_cupy_array_type(type);
   return e;
 }
 
@@ -1054,96 +938,6 @@ struct detail_access {
     }
   }
 
-  // An exact cupy.ndarray from its attributes (see cupy_stream_getter): what its CAI v3 would
-  // state, the memory kind asked of CUDA (managed memory stays managed, as CuPy's own DLPack
-  // export reports it), and CuPy's current stream ordered before the consumer's. False, with
-  // nothing taken and no error set, when anything is not as expected: the caller falls back.
-  static bool from_cupy(acquired& a, PyObject* obj, const acquire_options& o) {
-    static PyObject* const names[6] = {detail::interned("data"), detail::interned("ptr"),
-                                       detail::interned("device_id"), detail::interned("dtype"),
-                                       detail::interned("shape"), detail::interned("strides")};
-    for (PyObject* n : names)
-      if (!n) return PyErr_Clear(), false;
-    PyTypeObject* dtype_type = detail::numpy_dtype_type();
-    if (!dtype_type) return false;
-    struct refs {  // new references, dropped on every return
-      PyObject* p[6] = {};
-      ~refs() {
-        for (PyObject* o : p) Py_XDECREF(o);
-      }
-    } r;
-    PyObject*& data = r.p[0];
-    PyObject*& ptr = r.p[1];
-    PyObject*& device_id = r.p[2];
-    PyObject*& dtype = r.p[3];
-    PyObject*& shape = r.p[4];
-    PyObject*& strides = r.p[5];
-    if (!(data = PyObject_GetAttr(obj, names[0])) || !(ptr = PyObject_GetAttr(data, names[1])) ||
-        !(device_id = PyObject_GetAttr(data, names[2])) || !(dtype = PyObject_GetAttr(obj, names[3])) ||
-        !(shape = PyObject_GetAttr(obj, names[4])) || !(strides = PyObject_GetAttr(obj, names[5]))) {
-      PyErr_Clear();
-      return false;
-    }
-    if (!PyLong_Check(ptr) || !PyLong_Check(device_id) || !PyObject_TypeCheck(dtype, dtype_type) ||
-        !PyTuple_Check(shape) || !PyTuple_Check(strides))
-      return false;
-    const Py_ssize_t ndim = PyTuple_GET_SIZE(shape);
-    if (ndim > ARRAYPORT_MAX_NDIM || PyTuple_GET_SIZE(strides) != ndim) return false;
-    const auto* d = reinterpret_cast<const detail::numpy_descr_head*>(dtype);
-    arrayport::dtype dt;
-    if (d->byteorder == '>' || !detail::numpy_dtype(d->type_num, dt)) return false;
-    const long long address = PyLong_AsLongLong(ptr);
-    const long device = PyLong_AsLong(device_id);
-    if (address < 0 || device < 0 || device > std::numeric_limits<std::int32_t>::max()) {
-      PyErr_Clear();
-      return false;
-    }
-    const auto itemsize = static_cast<long long>(dt.itemsize());
-    std::int64_t small[2 * acquired::inline_rank];  // read before any allocation: nothing to undo
-    std::int64_t* ext = ndim <= acquired::inline_rank ? small : nullptr;
-    struct heap {
-      std::int64_t* p = nullptr;
-      ~heap() { std::free(p); }
-    } big;
-    if (!ext) {
-      big.p = static_cast<std::int64_t*>(std::malloc(sizeof(std::int64_t) * 2 * std::size_t(ndim)));
-      if (!(ext = big.p)) return false;
-    }
-    for (Py_ssize_t i = 0; i < ndim; ++i) {
-      PyObject* e = PyTuple_GET_ITEM(shape, i);
-      PyObject* s = PyTuple_GET_ITEM(strides, i);
-      if (!PyLong_Check(e) || !PyLong_Check(s)) return false;
-      const long long extent = PyLong_AsLongLong(e), stride = PyLong_AsLongLong(s);
-      if (PyErr_Occurred()) return PyErr_Clear(), false;
-      if (stride % itemsize != 0) return false;
-      ext[i] = extent;
-      ext[ndim + i] = stride / itemsize;
-    }
-    stream_handle producer = nullptr;
-    if (o.sync && !detail::cupy_current_stream(producer)) return false;
-    // Taken: from here on, errors are errors (CUDA's, ordering the streams).
-    std::int64_t* dst = a.extents(static_cast<int>(ndim));
-    std::memcpy(dst, ext, sizeof(std::int64_t) * 2 * std::size_t(ndim));
-    arrayport_view_t& v = a.m_view;
-    v.data = reinterpret_cast<void*>(static_cast<std::uintptr_t>(address));
-    v.ndim = static_cast<std::int32_t>(ndim);
-    v.shape = dst;
-    v.strides = dst + ndim;
-    v.dtype = dt.to_c();
-    v.flags = 0u;  // CuPy arrays are writable (its CAI says readonly False)
-    v.owner = obj;
-    a.m_source = acquired::source::reference;
-    // Device or managed memory: CUDA says which (as CuPy's own DLPack export asks it).
-    const runtime::pointer_info info = runtime::query_pointer(v.data);
-    const memory_kind kind = info.kind == memory_kind::host ? memory_kind::device : info.kind;
-    v.memory_kind = static_cast<std::uint32_t>(kind);
-    v.device = dlpack_device(kind, static_cast<int>(device));
-    if (o.sync)
-      runtime::order_streams(producer, o.stream_given ? o.stream : current_stream(),
-                             static_cast<int>(device));
-    return true;
-  }
-
   static void from_cai(acquired& a, const constraints& c, PyObject* obj, stream_handle consumer,
                        bool sync) {
     static PyObject* const cai_name = detail::interned("__cuda_array_interface__");
@@ -1290,9 +1084,7 @@ inline acquired acquire(PyObject* obj, const constraints& c, const acquire_optio
   // The consumer's stream matters only to the device protocols: asked for there, not for every
   // NumPy array or buffer.
   auto consumer = [&o]() { return o.stream_given ? o.stream : current_stream(); };
-  if (type.cupy && o.protocols == protocol_all && detail_access::from_cupy(a, obj, o)) {
-    a.m_protocol = protocol_cai;  // the facts of its CAI v3, read attribute by attribute
-  } else if (offered & protocol_array) {
+  if (offered & protocol_array) {
     detail_access::from_array(a, obj, *loaded_api());
     a.m_protocol = protocol_array;
   } else if (offered & protocol_exchange) {
