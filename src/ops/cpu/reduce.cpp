@@ -42,25 +42,34 @@ Acc pairwise(const G& get, std::int64_t lo, std::int64_t n, const R& r) {
   return r(pairwise<Acc>(get, lo, half, r), pairwise<Acc>(get, lo + half, n - half, r));
 }
 
-// Max or min of n contiguous floats or doubles in 16-byte vectors (GCC/Clang vector extensions:
-// SSE2 on x86-64, NEON on Arm). The branchy NaN-propagating scalar rule does not vectorise, so NaN
-// is tracked apart: a compare with NaN is false, the running extreme skips it, and any NaN makes
-// the result NaN, as in NumPy.
-template <class T> struct vec16;
-template <> struct vec16<float> {
+// Max or min of n contiguous floats or doubles in vectors of `Bytes` (GCC/Clang vector
+// extensions: 16 bytes is SSE2 on x86-64 and NEON on Arm; 32 bytes is AVX2, used where the CPU
+// has it). The branchy NaN-propagating scalar rule does not vectorise, so NaN is tracked apart: a
+// compare with NaN is false, the running extreme skips it, and any NaN makes the result NaN, as
+// in NumPy.
+template <class T, int Bytes> struct vec;
+template <> struct vec<float, 16> {
   typedef float type __attribute__((vector_size(16)));
   typedef std::int32_t mask __attribute__((vector_size(16)));
 };
-template <> struct vec16<double> {
+template <> struct vec<double, 16> {
   typedef double type __attribute__((vector_size(16)));
   typedef std::int64_t mask __attribute__((vector_size(16)));
 };
+template <> struct vec<float, 32> {
+  typedef float type __attribute__((vector_size(32)));
+  typedef std::int32_t mask __attribute__((vector_size(32)));
+};
+template <> struct vec<double, 32> {
+  typedef double type __attribute__((vector_size(32)));
+  typedef std::int64_t mask __attribute__((vector_size(32)));
+};
 
-template <bool Max, class T>
-T extreme_contiguous(const T* p, std::int64_t n) {
-  using V = typename vec16<T>::type;
-  using M = typename vec16<T>::mask;
-  constexpr int W = sizeof(V) / sizeof(T), U = 4;  // lanes a vector, vectors a step
+template <bool Max, class T, int Bytes>
+__attribute__((always_inline)) inline T extreme_vectors(const T* p, std::int64_t n) {
+  using V = typename vec<T, Bytes>::type;
+  using M = typename vec<T, Bytes>::mask;
+  constexpr int W = Bytes / sizeof(T), U = 4;  // lanes a vector, vectors a step
   const T start = Max ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
   V m[U];
   M nan[U];
@@ -80,17 +89,34 @@ T extreme_contiguous(const T* p, std::int64_t n) {
   }
   T acc = start;
   bool any_nan = false;
-  auto take = [&](T v) {
-    if (Max ? v > acc : v < acc) acc = v;
-    any_nan |= v != v;
-  };
   for (int k = 0; k < U; ++k)
     for (int j = 0; j < W; ++j) {
-      take(m[k][j]);
+      const T v = m[k][j];
+      if (Max ? v > acc : v < acc) acc = v;
       any_nan |= nan[k][j] != 0;
     }
-  for (; i < n; ++i) take(p[i]);
+  for (; i < n; ++i) {
+    const T v = p[i];
+    if (Max ? v > acc : v < acc) acc = v;
+    any_nan |= v != v;
+  }
   return any_nan ? std::numeric_limits<T>::quiet_NaN() : acc;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+template <bool Max, class T>
+__attribute__((target("avx2"))) T extreme_avx2(const T* p, std::int64_t n) {
+  return extreme_vectors<Max, T, 32>(p, n);
+}
+#endif
+
+template <bool Max, class T>
+T extreme_contiguous(const T* p, std::int64_t n) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  if (avx2) return extreme_avx2<Max>(p, n);
+#endif
+  return extreme_vectors<Max, T, 16>(p, n);
 }
 
 // Byte offset of reduced element i (C order over the collapsed reduced dims) in input k.
