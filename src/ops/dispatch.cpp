@@ -146,6 +146,7 @@ placement place(const char* op_name, const ops_arg* const* arrays, int n) {
                       "(e.g. to managed or device memory) first");
   }
   p.device = device_arg ? device_arg->view.device().device_id : -1;
+  p.gpu_reachable = any_cuda;
   p.on_gpu = any_device_only || (!host_arg && any_cuda && runtime::is_available());
   if (p.on_gpu && p.device >= 0) {
     // The op runs on the current stream with its arguments' device current: a stream of another
@@ -252,8 +253,9 @@ void launch(ew_call& call, const placement& where) {
     runtime::require_device("arrayport.ops on device memory");
 #endif
   }
-  // The CPU reads memory the GPU may still be writing (managed/pinned inputs): wait for it.
-  if (runtime::is_available()) runtime::stream_synchronize(ext::current_stream().handle, where.device);
+  // The CPU reads memory the GPU may still be writing (managed/pinned operands): wait for it.
+  if (where.gpu_reachable && runtime::is_available())
+    runtime::stream_synchronize(ext::current_stream().handle, where.device);
   cpu::elementwise_table[std::size_t(op)][std::size_t(t)](call);
 }
 
@@ -333,7 +335,8 @@ void launch(reduce_call& call, const placement& where) {
     runtime::require_device("arrayport.ops on device memory");
 #endif
   }
-  if (runtime::is_available()) runtime::stream_synchronize(ext::current_stream().handle, where.device);
+  if (where.gpu_reachable && runtime::is_available())
+    runtime::stream_synchronize(ext::current_stream().handle, where.device);
   cpu::reduce_table[std::size_t(op)][std::size_t(t)](call);
 }
 

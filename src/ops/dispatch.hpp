@@ -46,6 +46,10 @@ struct placement {
   bool on_gpu = false;
   memory_kind out_kind = memory_kind::host;
   int device = -1;  ///< CUDA device of device/managed memory, -1 otherwise
+  /// Some operand is memory the GPU can write (pinned or managed): a CPU call waits for the
+  /// current stream first. Pageable host memory never has GPU work pending on it (the GPU path
+  /// never takes it, and copies into it return once done), so NumPy-only calls skip the wait.
+  bool gpu_reachable = false;
 };
 
 /// Chooses the placement from the array operands' memory kinds (`out` included): device memory
