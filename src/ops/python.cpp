@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <limits>
 #include <new>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,7 +38,9 @@ using ops::weak_kind;
 // Keeps what an input's view points to alive for the call: the acquired producer (its buffer,
 // DLPack tensor or reference), and the label the bridge's messages name it by.
 struct input_holder {
-  python::acquired held;
+  // Engaged only for operands taken through the bridge: an empty `acquired` zero-fills some
+  // 400 bytes, which every Array and scalar operand (and every unused slot) would pay for.
+  std::optional<python::acquired> held;
   char label[96];              // "<op>: argument '<name>'", written only for the consume bridge
   PyObject* scalar = nullptr;  // borrowed: the Python scalar, converted once the dtype is known
 };
@@ -90,14 +93,14 @@ void ops_input(nb::handle obj, const char* op_name, const char* name, input_hold
   opts.stream_given = true;
   opts.call_scoped = true;  // released before the op returns to Python
   try {
-    h.held = python::acquire(o, c, opts);
+    h.held.emplace(python::acquire(o, c, opts));
   } catch (const python::not_an_array&) {
     throw type_error(std::string(h.label) + ": expected an arrayport.Array, any array (buffer protocol, "
                      "__dlpack__ or __cuda_array_interface__)" +
                      (allow_scalar ? " or a Python scalar" : "") + ", got " +
                      python::detail::type_name(o));
   }
-  arg.view = h.held.view();
+  arg.view = h.held->view();
   const memory_kind kind = arg.view.kind();
   if (!is_host_accessible(kind) && !runtime::is_available())
     throw no_device_error(std::string(h.label) + ": expected memory the CPU can read (this machine has no "
