@@ -2,7 +2,11 @@
 the GPU (each when importable). Prints ratios (peer time / arrayport time: > 1 means arrayport is
 faster) and effective bandwidth, and writes ops.json (and ops.png when matplotlib is present).
 
-    python bench/bench_ops.py OUT_DIR [--quick] [--no-gpu] [--no-cpu]
+    python bench/bench_ops.py OUT_DIR [--quick] [--no-gpu] [--no-cpu] [--machine LABEL] [--name STEM]
+
+CPU timings alternate rounds of arrayport and NumPy (best of each), so that load from other work
+on a shared machine falls on both alike. --machine names the machine in the JSON (default: the
+core count and /proc/cpuinfo's model name); --name picks the file stem (default: ops).
 
 GPU timings use CUDA events on the current stream around `repeat` back-to-back calls (best of
 `rounds`); per-call latency (the 1000-element case) is host wall time of many calls followed by
@@ -13,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import sys
 import time
@@ -24,14 +29,27 @@ import arrayport as ap
 from arrayport import ops
 
 
-def best_of(fn, repeat, rounds=5):
-    best = float("inf")
+def best_of_pair(mine, peer, repeat, rounds=7):
+    """Best per-call time of each, their rounds alternating."""
+    best = [float("inf"), float("inf")]
     for _ in range(rounds):
-        t0 = time.perf_counter()
-        for _ in range(repeat):
-            fn()
-        best = min(best, (time.perf_counter() - t0) / repeat)
-    return best
+        for k, fn in enumerate((mine, peer)):
+            t0 = time.perf_counter()
+            for _ in range(repeat):
+                fn()
+            best[k] = min(best[k], (time.perf_counter() - t0) / repeat)
+    return best[0], best[1]
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 def cpu_cases(quick):
@@ -48,7 +66,7 @@ def cpu_cases(quick):
             ("max", lambda: ops.max(a), lambda: np.max(a), 4 * n),
             ("add_strided", lambda: ops.add(a[::2], b[::2]), lambda: np.add(a[::2], b[::2]), 6 * n),
         ]:
-            t_mine, t_peer = best_of(mine, rep), best_of(peer, rep)
+            t_mine, t_peer = best_of_pair(mine, peer, rep)
             out.append({"device": "cpu", "op": name, "n": n, "dtype": "float32",
                         "arrayport_s": t_mine, "numpy_s": t_peer, "ratio_numpy": t_peer / t_mine,
                         "arrayport_GBps": nbytes / t_mine / 1e9})
@@ -136,6 +154,8 @@ def main() -> int:
     p.add_argument("--quick", action="store_true", help="fewer sizes (smoke test)")
     p.add_argument("--no-gpu", action="store_true")
     p.add_argument("--no-cpu", action="store_true")
+    p.add_argument("--machine", help="what the JSON names the machine (default: cores and CPU model)")
+    p.add_argument("--name", default="ops", help="output file stem (default: ops)")
     args = p.parse_args()
     info = ap.runtime_info()
     results = []
@@ -148,9 +168,11 @@ def main() -> int:
         print(f"{r['device']:3} {r['op']:16} n={r['n']:>10}  arrayport {r['arrayport_s'] * 1e6:10.2f} us"
               f"  {r['arrayport_GBps']:8.1f} GB/s  {ratios}")
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    doc = {"python": sys.version, "platform": platform.platform(), "numpy": np.__version__,
+    machine = args.machine or f"{os.cpu_count()} cores, {cpu_model()}"
+    doc = {"machine": machine, "cpu_model": cpu_model(), "cpu_count": os.cpu_count(),
+           "python": sys.version, "platform": platform.platform(), "numpy": np.__version__,
            "arrayport": ap.__version__, "build": ap.build_info(), "runtime": info, "results": results}
-    (args.out_dir / "ops.json").write_text(json.dumps(doc, indent=2, default=str))
+    (args.out_dir / f"{args.name}.json").write_text(json.dumps(doc, indent=2, default=str))
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -160,10 +182,11 @@ def main() -> int:
             pts = [(r["n"], r["arrayport_GBps"]) for r in results if r["device"] == dev and r["op"] == op]
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"{dev} {op}")
         ax.set_xscale("log"); ax.set_xlabel("elements (float32)"); ax.set_ylabel("GB/s (arrayport)")
-        ax.legend(fontsize=7); fig.tight_layout(); fig.savefig(args.out_dir / "ops.png", dpi=120)
+        ax.set_title(machine, fontsize=9)
+        ax.legend(fontsize=7); fig.tight_layout(); fig.savefig(args.out_dir / f"{args.name}.png", dpi=120)
     except ImportError:
         pass
-    print(f"wrote {args.out_dir / 'ops.json'}")
+    print(f"wrote {args.out_dir / (args.name + '.json')}")
     return 0
 
 

@@ -871,9 +871,8 @@ array_object* require_array(nb::handle h, const char* what) {
 
 }  // namespace
 
-nb::object make_owned_array(buffer&& storage, dtype dt, const std::vector<std::int64_t>& shape,
+nb::object make_owned_array(buffer&& storage, dtype dt, const std::int64_t* shape, int ndim,
                             nb::handle stream_owner) {
-  const int ndim = static_cast<int>(shape.size());
   auto* owned = new buffer(std::move(storage));
   array_object* a = nullptr;
   try {
@@ -886,9 +885,9 @@ nb::object make_owned_array(buffer&& storage, dtype dt, const std::vector<std::i
   a->stream_owner = Py_XNewRef(stream_owner.ptr());
   std::int64_t stride = 1;
   for (int i = ndim - 1; i >= 0; --i) {
-    a->extents[i] = shape[static_cast<std::size_t>(i)];
+    a->extents[i] = shape[i];
     a->extents[ndim + i] = stride;
-    stride *= shape[static_cast<std::size_t>(i)];
+    stride *= shape[i];
   }
   a->view.data = owned->data();
   a->view.dtype = dt.to_c();

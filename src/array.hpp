@@ -40,8 +40,14 @@ inline bool is_array(PyObject* o) noexcept { return Py_TYPE(o) == array_type; }
 /// stream_owner() of array_internal.hpp) is kept until the memory is released on its stream.
 /// Returns a new reference.
 nanobind::object make_owned_array(arrayport::buffer&& storage, arrayport::dtype dt,
-                                  const std::vector<std::int64_t>& shape,
+                                  const std::int64_t* shape, int ndim,
                                   nanobind::handle stream_owner = nanobind::handle());
+inline nanobind::object make_owned_array(arrayport::buffer&& storage, arrayport::dtype dt,
+                                         const std::vector<std::int64_t>& shape,
+                                         nanobind::handle stream_owner = nanobind::handle()) {
+  return make_owned_array(std::move(storage), dt, shape.data(), static_cast<int>(shape.size()),
+                          stream_owner);
+}
 
 /// A new Array viewing `view` (shape/strides copied) that keeps `owner` alive; NULL with a Python
 /// error set on failure. The function behind the C API's array_from_view.

@@ -48,10 +48,11 @@ type_id promote(type_id a, type_id b) noexcept {
   return table[static_cast<int>(a)][static_cast<int>(b)];
 }
 
-type_id result_type(op_id op, const char* op_name, const std::vector<const ops_arg*>& args) {
+type_id result_type(op_id op, const char* op_name, const ops_arg* const* args, int n) {
   std::optional<type_id> strong;
   weak_kind weakest = weak_kind::none;
-  for (const ops_arg* a : args) {
+  for (int i = 0; i < n; ++i) {
+    const ops_arg* a = args[i];
     if (a->kind != weak_kind::none) {
       weakest = std::max(weakest, a->kind);
       continue;
@@ -92,15 +93,16 @@ type_id result_type(op_id op, const char* op_name, const std::vector<const ops_a
   return r;
 }
 
-std::vector<std::int64_t> broadcast_shapes(const char* op_name,
-                                           const std::vector<const ops_arg*>& arrays) {
+int broadcast_shapes(const char* op_name, const ops_arg* const* arrays, int n,
+                     std::int64_t* shape) {
   int nd = 0;
-  for (const ops_arg* a : arrays) nd = std::max(nd, a->view.ndim());
-  std::vector<std::int64_t> shape(static_cast<std::size_t>(nd), 1);
-  for (const ops_arg* a : arrays) {
+  for (int k = 0; k < n; ++k) nd = std::max(nd, arrays[k]->view.ndim());
+  for (int d = 0; d < nd; ++d) shape[d] = 1;
+  for (int k = 0; k < n; ++k) {
+    const ops_arg* a = arrays[k];
     const int off = nd - a->view.ndim();
     for (int i = 0; i < a->view.ndim(); ++i) {
-      std::int64_t& s = shape[std::size_t(off + i)];
+      std::int64_t& s = shape[off + i];
       const std::int64_t e = a->view.extent(i);
       if (e == s || e == 1) continue;
       if (s == 1) {
@@ -108,19 +110,21 @@ std::vector<std::int64_t> broadcast_shapes(const char* op_name,
         continue;
       }
       std::string msg = std::string(op_name) + ": operands could not be broadcast together:";
-      for (const ops_arg* b : arrays) msg += std::string(" '") + b->name + "' " + shape_string(b->view);
+      for (int j = 0; j < n; ++j)
+        msg += std::string(" '") + arrays[j]->name + "' " + shape_string(arrays[j]->view);
       throw value_error(msg);
     }
   }
-  return shape;
+  return nd;
 }
 
-placement place(const char* op_name, const std::vector<const ops_arg*>& arrays) {
+placement place(const char* op_name, const ops_arg* const* arrays, int n) {
   placement p;
   const ops_arg* device_arg = nullptr;  // first device/managed operand (names the device)
   const ops_arg* host_arg = nullptr;    // first pageable host operand
   bool any_device_only = false, any_cuda = false;
-  for (const ops_arg* a : arrays) {
+  for (int i = 0; i < n; ++i) {
+    const ops_arg* a = arrays[i];
     const memory_kind k = a->view.kind();
     if (k == memory_kind::host && !host_arg) host_arg = a;
     if (k == memory_kind::device) any_device_only = true;
@@ -139,15 +143,15 @@ placement place(const char* op_name, const std::vector<const ops_arg*>& arrays) 
   }
   if (any_device_only && host_arg) {
     const ops_arg* dev = nullptr;
-    for (const ops_arg* a : arrays)
-      if (a->view.kind() == memory_kind::device) { dev = a; break; }
+    for (int i = 0; i < n; ++i)
+      if (arrays[i]->view.kind() == memory_kind::device) { dev = arrays[i]; break; }
     throw value_error(std::string(op_name) + ": '" + dev->name +
                       "' is in device memory, which the CPU cannot read, and '" + host_arg->name +
                       "' in pageable host memory, which the GPU cannot read; copy one of them "
                       "(e.g. to managed or device memory) first");
   }
   p.device = device_arg ? device_arg->view.device().device_id : -1;
-  p.host_only = !any_cuda;
+  p.gpu_reachable = any_cuda;
   p.on_gpu = any_device_only || (!host_arg && any_cuda && runtime::is_available());
   if (p.on_gpu && p.device >= 0) {
     // The op runs on the current stream with its arguments' device current: a stream of another
@@ -163,7 +167,7 @@ placement place(const char* op_name, const std::vector<const ops_arg*>& arrays) 
                         std::to_string(stream_device) + ")");
   }
   if (any_device_only) p.out_kind = memory_kind::device;
-  else if (!arrays.empty()) p.out_kind = arrays.front()->view.kind();
+  else if (n > 0) p.out_kind = arrays[0]->view.kind();
   return p;
 }
 
@@ -194,14 +198,13 @@ void collapse(int& ndim, std::int64_t* shape, std::int64_t (*strides)[K]) {
 
 }  // namespace
 
-void build_layout(ew_call& call, const strided_view& out, const std::vector<std::int64_t>& shape,
+void build_layout(ew_call& call, const strided_view& out, const std::int64_t* shape, int nd,
                   const ops_arg* const* inputs, const type_id* arg_types) {
   auto& L = call.layout;
-  const int nd = static_cast<int>(shape.size());
   L.ndim = nd;
   call.size = 1;
   for (int d = 0; d < nd; ++d) {
-    L.shape[d] = shape[std::size_t(d)];
+    L.shape[d] = shape[d];
     call.size *= L.shape[d];
   }
   const auto out_item = static_cast<std::int64_t>(out.dtype().itemsize());
@@ -255,8 +258,8 @@ void launch(ew_call& call, const placement& where) {
     runtime::require_device("arrayport.ops on device memory");
 #endif
   }
-  // The CPU reads memory the GPU may still be writing (managed/pinned inputs): wait for it.
-  if (!where.host_only && runtime::is_available())
+  // The CPU reads memory the GPU may still be writing (managed/pinned operands): wait for it.
+  if (where.gpu_reachable && runtime::is_available())
     runtime::stream_synchronize(ext::current_stream().handle, where.device);
   cpu::elementwise_table[std::size_t(op)][std::size_t(t)](call);
 }
@@ -383,7 +386,7 @@ void launch(reduce_call& call, const placement& where) {
     runtime::require_device("arrayport.ops on device memory");
 #endif
   }
-  if (!where.host_only && runtime::is_available())
+  if (where.gpu_reachable && runtime::is_available())
     runtime::stream_synchronize(ext::current_stream().handle, where.device);
   cpu::reduce_table[std::size_t(op)][std::size_t(t)](call);
 }

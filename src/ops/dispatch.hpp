@@ -10,6 +10,7 @@
 #include <arrayport/view.hpp>
 
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,30 +35,45 @@ type_id promote(type_id a, type_id b) noexcept;
 /// The result dtype of an element-wise op over `args` (where's condition excluded by the caller),
 /// following NEP 50, then the op's own rule (true division and sqrt of integers give floats).
 /// Throws type_error naming the op and dtype when the op does not support it.
-type_id result_type(op_id op, const char* op_name, const std::vector<const ops_arg*>& args);
+type_id result_type(op_id op, const char* op_name, const ops_arg* const* args, int n);
+inline type_id result_type(op_id op, const char* op_name,
+                           std::initializer_list<const ops_arg*> args) {
+  return result_type(op, op_name, args.begin(), static_cast<int>(args.size()));
+}
 
 /// Where a call runs and what it allocates.
 struct placement {
   bool on_gpu = false;
-  /// Every array operand is pageable host memory: a CPU call need not wait for the GPU.
-  bool host_only = false;
   memory_kind out_kind = memory_kind::host;
   int device = -1;  ///< CUDA device of device/managed memory, -1 otherwise
+  /// Some operand is memory the GPU can write (pinned or managed): a CPU call waits for the
+  /// current stream first. Pageable host memory never has GPU work pending on it (the GPU path
+  /// never takes it, and copies into it return once done), so NumPy-only calls skip the wait.
+  bool gpu_reachable = false;
 };
 
 /// Chooses the placement from the array operands' memory kinds (`out` included): device memory
 /// runs on its GPU, pageable host memory on the CPU, pinned/managed on the GPU when there is one.
 /// Mixing devices, or device-only with host-only memory, is a value_error naming the arguments.
-placement place(const char* op_name, const std::vector<const ops_arg*>& arrays);
+placement place(const char* op_name, const ops_arg* const* arrays, int n);
+inline placement place(const char* op_name, std::initializer_list<const ops_arg*> arrays) {
+  return place(op_name, arrays.begin(), static_cast<int>(arrays.size()));
+}
 
-/// Broadcast shape of the arrays' shapes (scalars are 0-d); value_error naming the arguments.
-std::vector<std::int64_t> broadcast_shapes(const char* op_name,
-                                           const std::vector<const ops_arg*>& arrays);
+/// Broadcast shape of the arrays' shapes (scalars are 0-d) into `shape` (room for
+/// ARRAYPORT_MAX_NDIM extents); returns its rank. value_error naming the arguments.
+int broadcast_shapes(const char* op_name, const ops_arg* const* arrays, int n, std::int64_t* shape);
+inline std::vector<std::int64_t> broadcast_shapes(const char* op_name,
+                                                  std::initializer_list<const ops_arg*> arrays) {
+  std::int64_t shape[ARRAYPORT_MAX_NDIM];
+  const int nd = broadcast_shapes(op_name, arrays.begin(), static_cast<int>(arrays.size()), shape);
+  return std::vector<std::int64_t>(shape, shape + nd);
+}
 
 /// Fills the layout of `call` (output + inputs broadcast to `shape`, collapsed) and `flat`.
-/// `out` is the output view (already checked to have `shape`), `arg_types[i]` the dtype input i
+/// `out` is the output view (already checked to have `shape`, of rank `nd`), `arg_types[i]` the dtype input i
 /// loads as.
-void build_layout(ew_call& call, const strided_view& out, const std::vector<std::int64_t>& shape,
+void build_layout(ew_call& call, const strided_view& out, const std::int64_t* shape, int nd,
                   const ops_arg* const* inputs, const type_id* arg_types);
 
 /// Runs (CPU) or enqueues (GPU, on the current stream) an element-wise call. GIL not needed.

@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <limits>
 #include <new>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,10 +39,26 @@ using ops::weak_kind;
 // Keeps what an input's view points to alive for the call: the acquired producer (its buffer,
 // DLPack tensor or reference), and the label the bridge's messages name it by.
 struct input_holder {
-  python::acquired held;
-  std::string label;
+  // Engaged only for operands taken through the bridge: an empty `acquired` zero-fills some
+  // 400 bytes, which every Array and scalar operand (and every unused slot) would pay for.
+  std::optional<python::acquired> held;
+  char label[96];              // "<op>: argument '<name>'", written only for the consume bridge
   PyObject* scalar = nullptr;  // borrowed: the Python scalar, converted once the dtype is known
 };
+
+// Writes "<op_name>: argument '<name>'" into `out` without touching the heap (every operand that
+// is not an Array or a scalar needs it as the bridge's name for the argument).
+void write_label(char (&out)[96], const char* op_name, const char* name) {
+  std::size_t at = 0;
+  auto put = [&](const char* text) {
+    for (; *text && at + 1 < sizeof out; ++text) out[at++] = *text;
+  };
+  put(op_name);
+  put(": argument '");
+  put(name);
+  put("'");
+  out[at] = '\0';
+}
 
 // The one place that turns a Python object into an operand: an arrayport.Array (its view read
 // directly: the bridge would take the same view, at the price of a type lookup and a reference),
@@ -69,25 +86,25 @@ void ops_input(nb::handle obj, const char* op_name, const char* name, input_hold
       return;
     }
   }
-  h.label = std::string(op_name) + ": argument '" + name + "'";
+  write_label(h.label, op_name, name);
   python::constraints c;
-  c.name = h.label.c_str();
+  c.name = h.label;
   python::acquire_options opts;
   opts.stream = current_stream().handle;
   opts.stream_given = true;
   opts.call_scoped = true;  // released before the op returns to Python
   try {
-    h.held = python::acquire(o, c, opts);
+    h.held.emplace(python::acquire(o, c, opts));
   } catch (const python::not_an_array&) {
-    throw type_error(h.label + ": expected an arrayport.Array, any array (buffer protocol, "
+    throw type_error(std::string(h.label) + ": expected an arrayport.Array, any array (buffer protocol, "
                      "__dlpack__ or __cuda_array_interface__)" +
                      (allow_scalar ? " or a Python scalar" : "") + ", got " +
                      python::detail::type_name(o));
   }
-  arg.view = h.held.view();
+  arg.view = h.held->view();
   const memory_kind kind = arg.view.kind();
   if (!is_host_accessible(kind) && !runtime::is_available())
-    throw no_device_error(h.label + ": expected memory the CPU can read (this machine has no "
+    throw no_device_error(std::string(h.label) + ": expected memory the CPU can read (this machine has no "
                           "usable CUDA device: " + runtime::probe().reason + "), got " +
                           std::string(to_string(kind)) + " memory (from " +
                           python::detail::type_name(o) + ")");
@@ -180,30 +197,29 @@ struct output_holder {
 
 // Broadcasting can make a result far larger than any input (shapes (2^40, 1) and (1, 2^40) of
 // zero-stride inputs): its size is checked before anything is computed from it.
-void allocate_output(output_holder& h, const char* op_name, dtype dt,
-                     const std::vector<std::int64_t>& shape, const ops::placement& where) {
-  const int nd = static_cast<int>(shape.size());
+void allocate_output(output_holder& h, const char* op_name, dtype dt, const std::int64_t* shape,
+                     int nd, const ops::placement& where) {
   const std::int64_t limit =
       std::numeric_limits<std::int64_t>::max() / static_cast<std::int64_t>(dt.itemsize());
   std::int64_t n = 1;
   for (int i = nd - 1; i >= 0; --i) {
-    const std::int64_t e = std::max<std::int64_t>(shape[std::size_t(i)], 1);  // 0: strides still
+    const std::int64_t e = std::max<std::int64_t>(shape[i], 1);  // 0: strides still
     if (n > limit / e)
       throw value_error(std::string(op_name) + ": the result would have shape " +
-                        shape_str(shape.data(), nd) + " of " + std::string(dt.name()) +
+                        shape_str(shape, nd) + " of " + std::string(dt.name()) +
                         ", 2^63 bytes or more");
-    h.extents[i] = shape[std::size_t(i)];
+    h.extents[i] = shape[i];
     h.extents[nd + i] = n;
     n *= e;
   }
   for (int i = 0; i < nd; ++i)
-    if (shape[std::size_t(i)] == 0) n = 0;
+    if (shape[i] == 0) n = 0;
   const std::size_t bytes = static_cast<std::size_t>(n) * dt.itemsize();
   try {
     h.storage = buffer(bytes, where.out_kind, where.device, current_stream().handle);
   } catch (const std::bad_alloc&) {  // host memory; device memory throws out_of_memory
     const std::string msg = std::string(op_name) + ": out of memory for the result of shape " +
-                            shape_str(shape.data(), nd) + " of " + std::string(dt.name()) + " (" +
+                            shape_str(shape, nd) + " of " + std::string(dt.name()) + " (" +
                             std::to_string(bytes) + " bytes of " +
                             std::string(to_string(where.out_kind)) + " memory)";
     PyErr_SetString(PyExc_MemoryError, msg.c_str());
@@ -262,8 +278,9 @@ nb::object elementwise(ops::op_id op, const char* op_name, const nb::handle* obj
   if (has_out) ops_input(out_obj, op_name, "out", holders[n], args[n], /*allow_scalar=*/false);
 
   // Result dtype: where's condition does not take part; astype names it.
-  std::vector<const ops_arg*> typed;
-  for (int i = op == ops::op_id::where ? 1 : 0; i < n; ++i) typed.push_back(&args[i]);
+  const ops_arg* typed[ops::max_inputs];
+  int n_typed = 0;
+  for (int i = op == ops::op_id::where ? 1 : 0; i < n; ++i) typed[n_typed++] = &args[i];
   type_id rt;
   if (cast_to) {
     rt = ops::to_type_id(*cast_to);
@@ -271,9 +288,9 @@ nb::object elementwise(ops::op_id op, const char* op_name, const nb::handle* obj
       throw type_error(std::string(op_name) + ": dtype " + arrayport::detail::describe(*cast_to) +
                        " is not supported; expected one of bool, uint8, int32, int64, float16, "
                        "bfloat16, float32, float64, complex64, complex128");
-    ops::result_type(ops::op_id::copy, op_name, typed);  // checks the input's dtype
+    ops::result_type(ops::op_id::copy, op_name, typed, n_typed);  // checks the input's dtype
   } else {
-    rt = ops::result_type(op, op_name, typed);
+    rt = ops::result_type(op, op_name, typed, n_typed);
   }
   type_id out_t = rt;
   if (op == ops::op_id::abs && ops::is_complex(rt))
@@ -284,20 +301,21 @@ nb::object elementwise(ops::op_id op, const char* op_name, const nb::handle* obj
     throw type_error(std::string(op_name) + ": argument 'condition' has unsupported dtype " +
                      arrayport::detail::describe(args[0].view.dtype()));
 
-  std::vector<const ops_arg*> arrays;
+  const ops_arg* arrays[ops::max_inputs + 1];
+  int n_arrays = 0;
   for (int i = 0; i < n; ++i)
-    if (args[i].kind == weak_kind::none) arrays.push_back(&args[i]);
-  std::vector<std::int64_t> shape = ops::broadcast_shapes(op_name, arrays);
+    if (args[i].kind == weak_kind::none) arrays[n_arrays++] = &args[i];
+  std::int64_t shape[ARRAYPORT_MAX_NDIM];
+  int nd = ops::broadcast_shapes(op_name, arrays, n_arrays, shape);
   if (has_out) {
     // The inputs broadcast to out's shape (as in NumPy), and out has the result dtype exactly.
     const strided_view& ov = args[n].view;
-    const int nd = static_cast<int>(shape.size()), off = ov.ndim() - nd;
+    const int off = ov.ndim() - nd;
     bool fits = off >= 0;
-    for (int d = 0; fits && d < nd; ++d)
-      fits = shape[std::size_t(d)] == 1 || shape[std::size_t(d)] == ov.extent(off + d);
+    for (int d = 0; fits && d < nd; ++d) fits = shape[d] == 1 || shape[d] == ov.extent(off + d);
     if (!fits)
       throw value_error(std::string(op_name) + ": out: expected shape " +
-                        shape_str(shape.data(), nd) + ", got " +
+                        shape_str(shape, nd) + ", got " +
                         shape_str(ov.c_view().shape, ov.ndim()));
     if (ov.dtype() != out_dt)
       throw type_error(std::string(op_name) + ": out: expected dtype " +
@@ -305,17 +323,18 @@ nb::object elementwise(ops::op_id op, const char* op_name, const nb::handle* obj
                        arrayport::detail::describe(ov.dtype()));
     if (ov.readonly())
       throw value_error(std::string(op_name) + ": out: expected a writable array, got a read-only one");
-    shape.assign(ov.c_view().shape, ov.c_view().shape + ov.ndim());
-    arrays.push_back(&args[n]);
+    nd = ov.ndim();
+    for (int d = 0; d < nd; ++d) shape[d] = ov.extent(d);
+    arrays[n_arrays++] = &args[n];
   }
   ops::placement where;
   if (stage.device < 0) {
-    where = ops::place(op_name, arrays);
+    where = ops::place(op_name, arrays, n_arrays);
   } else {
     // Every array operand pageable host memory, and the current stream of the device asked for.
-    if (arrays.empty()) return nb::object();
-    for (const ops_arg* a : arrays)
-      if (a->view.kind() != memory_kind::host) return nb::object();
+    if (n_arrays == 0) return nb::object();
+    for (int i = 0; i < n_arrays; ++i)
+      if (arrays[i]->view.kind() != memory_kind::host) return nb::object();
     const ext::current_stream_state cs = current_stream();
     if ((cs.device >= 0 ? cs.device : runtime::stream_device(cs.handle, stage.device)) != stage.device)
       return nb::object();
@@ -349,14 +368,14 @@ nb::object elementwise(ops::op_id op, const char* op_name, const nb::handle* obj
   if (has_out && !through_temporary) {
     out_view = args[n].view;
   } else {
-    allocate_output(result, op_name, out_dt, shape, where);
+    allocate_output(result, op_name, out_dt, shape, nd, where);
     result.c.device = result.storage.dlpack_device();
     out_view = strided_view(result.c);
   }
   call.out = static_cast<char*>(out_view.data());
   const ops_arg* inputs[ops::max_inputs] = {&args[0], n > 1 ? &args[1] : nullptr,
                                             n > 2 ? &args[2] : nullptr};
-  ops::build_layout(call, out_view, shape, inputs, arg_types);
+  ops::build_layout(call, out_view, shape, nd, inputs, arg_types);
   if (stage.device >= 0) {
     // One flat dimension in which every array input is contiguous (no broadcasting).
     if (call.layout.ndim != 1) return nb::object();
@@ -371,7 +390,7 @@ nb::object elementwise(ops::op_id op, const char* op_name, const nb::handle* obj
       gil_release unlocked;
       ops::launch_staged(call, where, staged, stage.chunk_bytes);
     }
-    nb::object r = make_owned_array(std::move(result.storage), out_dt, shape, current_stream_object());
+    nb::object r = make_owned_array(std::move(result.storage), out_dt, shape, nd, current_stream_object());
     if (out_t == type_id::bfloat16) return r;  // NumPy has no bfloat16
     return nb::module_::import_("numpy").attr("asarray")(r);
   }
@@ -383,14 +402,14 @@ nb::object elementwise(ops::op_id op, const char* op_name, const nb::handle* obj
   }
   if (through_temporary) {
     const nb::object temporary =
-        make_owned_array(std::move(result.storage), out_dt, shape, current_stream_object());
+        make_owned_array(std::move(result.storage), out_dt, shape, nd, current_stream_object());
     const nb::handle source = temporary;
     static const char* const names[] = {"x"};
     elementwise(ops::op_id::copy, op_name, &source, names, 1, out_obj);
   }
   wait_before_release(holders, n + (has_out ? 1 : 0), where);
   if (has_out) return nb::borrow(out_obj);
-  return make_owned_array(std::move(result.storage), out_dt, shape, current_stream_object());
+  return make_owned_array(std::move(result.storage), out_dt, shape, nd, current_stream_object());
 }
 
 // axis: None (all), an int, or a tuple of ints; negative counts from the end.
@@ -450,7 +469,7 @@ nb::object finish_reduce(ops::reduce_call& call, const char* op_name, const ops:
   if (direct) {
     call.out = static_cast<char*>(out->view.data());
   } else {
-    allocate_output(result, op_name, out_dt, shape, where);
+    allocate_output(result, op_name, out_dt, shape.data(), static_cast<int>(shape.size()), where);
     call.out = static_cast<char*>(result.storage.data());
   }
   if (release_gil(where, call.n_out * call.len)) {

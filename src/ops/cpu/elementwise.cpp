@@ -54,8 +54,10 @@ compute_t<A> load_any(const char* p, type_id t) {
 }
 
 // Walks elements [begin, end) of the collapsed layout in C order: the innermost dimension as a
-// tight loop, the outer ones as an odometer.
-template <op_id Op, class S, class F, std::size_t... I>
+// tight loop, the outer ones as an odometer. Typed: every operand is already of the dtype its
+// argument loads as (the common case: a strided view of the same dtype), so the inner loop loads
+// directly instead of asking per element which conversion applies.
+template <op_id Op, class S, bool Typed, class F, std::size_t... I>
 void strided_chunk(const ew_call& c, const F& f, std::int64_t begin, std::int64_t end,
                    std::index_sequence<I...>) {
   using O = result_storage_t<Op, S>;
@@ -83,9 +85,32 @@ void strided_chunk(const ew_call& c, const F& f, std::int64_t begin, std::int64_
     const std::int64_t run = std::min(inner_extent - idx[nd - 1], end - i);
     char* o = c.out + off[0];
     const char* p[N] = {(base[I] + off[1 + I])...};
-    for (std::int64_t j = 0; j < run; ++j)
-      *reinterpret_cast<O*>(o + j * so) =
-          convert<O>(f(load_any<arg_storage_t<Op, int(I), S>>(p[I] + j * si[I], types[I])...));
+    if constexpr (Typed) {
+      const auto at = [&](std::int64_t j) {
+        return convert<O>(
+            f(load_direct(reinterpret_cast<const arg_storage_t<Op, int(I), S>*>(p[I] + j * si[I]))...));
+      };
+      if (so == std::int64_t(sizeof(O))) {  // a contiguous output run (a fresh result): indexed
+        O* out = reinterpret_cast<O*>(o);  // not restrict: out= may be an input, element for element
+        std::int64_t j = 0;
+        for (; j + 4 <= run; j += 4) {  // unrolled: the strided loads do not vectorise
+          const O r0 = at(j), r1 = at(j + 1), r2 = at(j + 2), r3 = at(j + 3);
+          out[j] = r0;
+          out[j + 1] = r1;
+          out[j + 2] = r2;
+          out[j + 3] = r3;
+        }
+        for (; j < run; ++j) out[j] = at(j);
+      } else {
+        for (std::int64_t j = 0; j < run; ++j)
+          *reinterpret_cast<O*>(o + j * so) = convert<O>(f(load_direct(
+              reinterpret_cast<const arg_storage_t<Op, int(I), S>*>(p[I] + j * si[I]))...));
+      }
+    } else {
+      for (std::int64_t j = 0; j < run; ++j)
+        *reinterpret_cast<O*>(o + j * so) =
+            convert<O>(f(load_any<arg_storage_t<Op, int(I), S>>(p[I] + j * si[I], types[I])...));
+    }
     i += run;
     idx[nd - 1] += run;
     for (int d = nd - 1; d > 0 && idx[d] == L.shape[d]; --d) {
@@ -93,6 +118,12 @@ void strided_chunk(const ew_call& c, const F& f, std::int64_t begin, std::int64_
       ++idx[d - 1];
     }
   }
+}
+
+// Whether every array operand is of the dtype its argument loads as (scalars always are).
+template <op_id Op, class S, std::size_t... I>
+bool typed(const ew_call& c, std::index_sequence<I...>) {
+  return ((!c.in[I].data || c.in[I].type == type_id_of<arg_storage_t<Op, int(I), S>>) && ...);
 }
 
 template <op_id Op, type_id T>
@@ -105,9 +136,13 @@ void run(const ew_call& c) {
     parallel_for(c.size, parallel_grain, [&](std::int64_t b, std::int64_t e) {
       flat_select<Op, S, 0>(c, out, b, e, f);
     });
+  } else if (typed<Op, S>(c, std::make_index_sequence<arity(Op)>{})) {
+    parallel_for(c.size, parallel_grain, [&](std::int64_t b, std::int64_t e) {
+      strided_chunk<Op, S, true>(c, f, b, e, std::make_index_sequence<arity(Op)>{});
+    });
   } else {
     parallel_for(c.size, parallel_grain, [&](std::int64_t b, std::int64_t e) {
-      strided_chunk<Op, S>(c, f, b, e, std::make_index_sequence<arity(Op)>{});
+      strided_chunk<Op, S, false>(c, f, b, e, std::make_index_sequence<arity(Op)>{});
     });
   }
 }
