@@ -108,7 +108,7 @@ def test_the_report_demo_runs_the_pipeline_and_checks_it_against_numpy():
     demo = info["demo"]
     assert demo["ok"] is True
     assert [s["step"] for s in demo["steps"]] == ["upload", "axpy", "sqrt|abs", "sum", "download"] + (
-        ["device=0"] if HAS_GPU else [])
+        ["device=0", "again"] if HAS_GPU else [])
     assert all(s["ms"] > 0 for s in demo["steps"])
     assert demo["memory"] == ("device" if HAS_GPU else "host")
     assert "results match NumPy: yes" in run_report()
