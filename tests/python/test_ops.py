@@ -335,6 +335,27 @@ def test_pairwise_sum_is_accurate():
     check(ops.sum(m, axis=1), m.sum(axis=1), "float32", RED_RTOL)
 
 
+def test_cpu_sums_do_not_depend_on_the_thread_count():
+    # One long reduction, a few long ones and many long ones: the same bits on 1, 2 and 3 threads
+    # (each output is reduced in fixed chunks combined pairwise, whoever computes them).
+    import subprocess
+    import sys
+
+    code = ("import numpy as np, arrayport.ops as ops\n"
+            "x = np.random.default_rng(5).standard_normal(3 * 2**18 + 7, dtype=np.float32)\n"
+            "m = x[: 12 * 2**16].reshape(12, 2**16)\n"
+            "r = [ops.sum(x), ops.sum(x[: 3 * (2**16 + 5)].reshape(3, -1), axis=1), ops.sum(m, axis=1),\n"
+            "     ops.mean(x.astype(np.float64)), ops.sum(m.T, axis=0)]\n"
+            "print([np.asarray(v).tobytes().hex() for v in r])\n")
+    outs = set()
+    for threads in ("1", "2", "3"):
+        env = dict(__import__("os").environ, ARRAYPORT_NUM_THREADS=threads)
+        res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+        assert res.returncode == 0, res.stderr
+        outs.add(res.stdout)
+    assert len(outs) == 1, outs
+
+
 def test_reduction_edge_cases():
     assert float(np.asarray(ops.sum(np.zeros(0)))) == 0.0
     assert ops.sum(np.zeros((3, 0)), axis=1).shape == (3,)

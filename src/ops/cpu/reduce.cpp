@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -256,27 +257,41 @@ void run(const reduce_call& c) {
     }
   };
 
-  const int threads = thread_count();
-  if (c.n_out >= threads || c.len < (std::int64_t(1) << 16)) {
-    const std::int64_t grain = std::max<std::int64_t>(1, (std::int64_t(1) << 15) / std::max<std::int64_t>(c.len, 1));
+  // Every output is reduced the same way whatever the thread count: up to 2^16 elements
+  // pairwise, longer ones in fixed chunks of 2^16 (multiples of the pairwise block) combined
+  // pairwise. Threads take outputs when there are enough of them, else the chunks of each.
+  const std::int64_t chunk = std::int64_t(1) << 16;
+  const std::int64_t chunks = (c.len + chunk - 1) / chunk;
+  auto combine = [&](const Acc* parts) {
+    return pairwise<Acc>([&](std::int64_t k) { return parts[k]; }, 0, chunks, r);
+  };
+  if (chunks <= 1) {
+    const std::int64_t grain = std::max<std::int64_t>(1, chunk / 2 / std::max<std::int64_t>(c.len, 1));
     parallel_for(c.n_out, grain, [&](std::int64_t b, std::int64_t e) {
       for (std::int64_t o = b; o < e; ++o) out[o] = finish<Op, Out>(partial(o, 0, c.len), c.len);
     });
     return;
   }
-  // Few long reductions: fixed chunks (multiples of the pairwise block) reduced in parallel, then
-  // combined pairwise, so the result does not depend on the thread count.
-  const std::int64_t chunk = std::int64_t(1) << 16;
-  const std::int64_t chunks = (c.len + chunk - 1) / chunk;
-  std::vector<Acc> parts(static_cast<std::size_t>(chunks));
+  if (c.n_out >= thread_count()) {
+    // ~1/4096 of the input (not a std::vector: Acc may be bool)
+    const std::unique_ptr<Acc[]> parts(new Acc[static_cast<std::size_t>(c.n_out * chunks)]);
+    parallel_for(c.n_out, 1, [&](std::int64_t b, std::int64_t e) {
+      for (std::int64_t o = b; o < e; ++o) {
+        Acc* mine = parts.get() + o * chunks;
+        for (std::int64_t k = 0; k < chunks; ++k)
+          mine[k] = partial(o, k * chunk, std::min(chunk, c.len - k * chunk));
+        out[o] = finish<Op, Out>(combine(mine), c.len);
+      }
+    });
+    return;
+  }
+  const std::unique_ptr<Acc[]> parts(new Acc[static_cast<std::size_t>(chunks)]);
   for (std::int64_t o = 0; o < c.n_out; ++o) {
     parallel_for(chunks, 1, [&](std::int64_t b, std::int64_t e) {
       for (std::int64_t k = b; k < e; ++k)
-        parts[std::size_t(k)] = partial(o, k * chunk, std::min(chunk, c.len - k * chunk));
+        parts[k] = partial(o, k * chunk, std::min(chunk, c.len - k * chunk));
     });
-    const Acc total = pairwise<Acc>([&](std::int64_t k) { return parts[std::size_t(k)]; }, 0,
-                                    chunks, r);
-    out[o] = finish<Op, Out>(total, c.len);
+    out[o] = finish<Op, Out>(combine(parts.get()), c.len);
   }
 }
 
