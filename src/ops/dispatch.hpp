@@ -46,9 +46,10 @@ struct placement {
   bool on_gpu = false;
   memory_kind out_kind = memory_kind::host;
   int device = -1;  ///< CUDA device of device/managed memory, -1 otherwise
-  /// Some operand is memory the GPU can write (pinned or managed): a CPU call waits for the
-  /// current stream first. Pageable host memory never has GPU work pending on it (the GPU path
-  /// never takes it, and copies into it return once done), so NumPy-only calls skip the wait.
+  /// Some operand is memory the GPU can write (pinned or managed, as its producer reports it): a
+  /// CPU call waits for the current stream first. Operands reported as pageable host memory
+  /// (NumPy arrays) skip the wait, as NumPy itself would: a NumPy array over pages the GPU writes
+  /// (cuda.register, np.asarray of a pinned Array) is the caller's to synchronize first.
   bool gpu_reachable = false;
 };
 

@@ -363,6 +363,20 @@ nb::object elementwise(ops::op_id op, const char* op_name, const nb::handle* obj
     if (args[i].kind == weak_kind::none && overlaps(args[i].view, args[n].view) &&
         !same_elements(args[i].view, args[n].view))
       through_temporary = true;
+  // Staged: every array input C-contiguous with the result's shape (no broadcasting, nothing
+  // strided), checked before the pinned result is allocated; the result is allocated, and on an
+  // error released, with the device asked for current.
+  std::optional<runtime::device_guard> stage_guard;
+  if (stage.device >= 0) {
+    for (int i = 0; i < n; ++i) {
+      if (args[i].kind != weak_kind::none) continue;
+      const strided_view& v = args[i].view;
+      bool same = v.ndim() == nd && c_contiguous(v);
+      for (int d = 0; same && d < nd; ++d) same = v.extent(d) == shape[d];
+      if (!same) return nb::object();
+    }
+    stage_guard.emplace(stage.device);
+  }
   output_holder result;
   strided_view out_view;
   if (has_out && !through_temporary) {
