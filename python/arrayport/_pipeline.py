@@ -4,9 +4,9 @@ The path people take when their data lives on the host: NumPy in, NumPy out, the
 The common case never reaches this module: an element-wise op whose array operands are all
 contiguous host memory of the result's shape, without ``out=``, is staged in chunks through
 pinned slots in C++ (``launch_staged`` in src/ops/dispatch.cpp). This module takes the rest:
-reductions, ``out=``, broadcast or strided host operands, results of one element (or none but
-scalars), operands already on the GPU, a ``device`` that is not a plain int, a current stream of
-another device.
+reductions, ``out=``, broadcast or strided host operands, results of one element, calls with
+scalars only, operands already on the GPU, a ``device`` that is not a plain int, a current stream
+of another device.
 
 Host operands are not copied to device memory first. Large ones are page-locked in place
 (``cuda.register``, the host-link speed with no staging copy) and the kernel reads them, and

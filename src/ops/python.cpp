@@ -248,8 +248,8 @@ struct staging {
   std::int64_t chunk_bytes = 8 << 20;  // best of 1-16 MiB for 16M float32 on an H100
 };
 
-// The staging of a call with device= and out=, or none (-1) when _pipeline.run is to take it:
-// device not a plain int of an existing GPU, out= given, no GPU.
+// The staging of a device= call, or none (-1) when _pipeline.run is to take it: out= given,
+// device not a plain int naming an existing GPU, no GPU.
 staging staging_for(nb::handle device, nb::handle out) {
   staging st;
   PyObject* d = device.ptr();
