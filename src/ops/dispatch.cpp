@@ -264,21 +264,20 @@ void launch(ew_call& call, const placement& where) {
   cpu::elementwise_table[std::size_t(op)][std::size_t(t)](call);
 }
 
-void launch_staged(const ew_call& call, const placement& where, const bool* staged,
-                   std::int64_t chunk_bytes) {
+void launch_staged(const ew_call& call, const placement& where, std::int64_t chunk_bytes) {
   constexpr int slots = 3;
   runtime::device_guard guard(where.device);
   const stream_handle stream = ext::current_stream().handle;
   // Chunks of whole 4096-element blocks (the kernels' vector loads stay aligned), sized by the
-  // widest staged input.
+  // widest input; an input's stride is its itemsize.
   std::int64_t item[max_inputs] = {}, widest = 1;
   for (int i = 0; i < call.n_inputs; ++i)
-    if (staged[i]) widest = std::max(widest, item[i] = call.layout.strides[1 + i][0]);
+    if (call.in[i].data) widest = std::max(widest, item[i] = call.layout.strides[1 + i][0]);
   const std::int64_t block = 4096;
   const std::int64_t chunk = std::min(call.size, std::max(block, chunk_bytes / widest / block * block));
   buffer slot[max_inputs];
   for (int i = 0; i < call.n_inputs; ++i)
-    if (staged[i])
+    if (call.in[i].data)
       slot[i] = buffer(static_cast<std::size_t>(slots * chunk * item[i]), memory_kind::pinned,
                        where.device, stream);
   std::array<std::optional<event>, slots> done;
@@ -293,11 +292,7 @@ void launch_staged(const ew_call& call, const placement& where, const bool* stag
     part.out = call.out + lo * call.layout.strides[0][0];
     for (int i = 0; i < call.n_inputs; ++i) {
       if (!call.in[i].data) continue;  // a scalar
-      const char* src = call.in[i].data + lo * call.layout.strides[1 + i][0];
-      if (!staged[i]) {
-        part.in[i].data = src;
-        continue;
-      }
+      const char* src = call.in[i].data + lo * item[i];
       char* dst = static_cast<char*>(slot[i].data()) + (k % slots) * chunk * item[i];
       cpu::parallel_for(n * item[i], std::int64_t{1} << 18, [&](std::int64_t b, std::int64_t e) {
         std::memcpy(dst + b, src + b, static_cast<std::size_t>(e - b));

@@ -80,13 +80,13 @@ void build_layout(ew_call& call, const strided_view& out, const std::int64_t* sh
 /// Runs (CPU) or enqueues (GPU, on the current stream) an element-wise call. GIL not needed.
 void launch(ew_call& call, const placement& where);
 
-/// device=N with operands in pageable host memory, which the GPU cannot read: `call` (one flat
-/// dimension, `call.out` in memory the GPU writes) runs on the GPU in chunks of about
-/// `chunk_bytes` per input. Each chunk of every input marked in `staged` is copied by the CPU
-/// threads into one of three pinned slots while the GPU computes the chunks before it (an event
-/// per slot says when it may be refilled). Returns once the GPU is done. GIL not needed.
-void launch_staged(const ew_call& call, const placement& where, const bool* staged,
-                   std::int64_t chunk_bytes);
+/// device=N with array inputs in pageable host memory, which the GPU cannot read: `call` (one
+/// flat dimension in which every array input is contiguous, `call.out` in memory the GPU writes)
+/// runs on the GPU in chunks of about `chunk_bytes` per input. Each chunk of every array input is
+/// copied by the CPU threads into one of three pinned slots while the GPU computes the chunks
+/// before it (an event per slot says when it may be refilled). Returns once the GPU is done. GIL
+/// not needed.
+void launch_staged(const ew_call& call, const placement& where, std::int64_t chunk_bytes);
 
 /// Fills `call`'s layout for reducing `view` over `axes` (sorted, unique); returns the shape of
 /// the output (with 1s for reduced axes when keepdims).

@@ -393,16 +393,13 @@ nb::object elementwise(ops::op_id op, const char* op_name, const nb::handle* obj
   if (stage.device >= 0) {
     // One flat dimension in which every array input is contiguous (no broadcasting).
     if (call.layout.ndim != 1) return nb::object();
-    bool staged[ops::max_inputs] = {};
-    for (int i = 0; i < n; ++i) {
-      if (!call.in[i].data) continue;
-      if (call.layout.strides[1 + i][0] != static_cast<std::int64_t>(args[i].view.dtype().itemsize()))
+    for (int i = 0; i < n; ++i)
+      if (call.in[i].data &&
+          call.layout.strides[1 + i][0] != static_cast<std::int64_t>(args[i].view.dtype().itemsize()))
         return nb::object();
-      staged[i] = true;
-    }
     {
       gil_release unlocked;
-      ops::launch_staged(call, where, staged, stage.chunk_bytes);
+      ops::launch_staged(call, where, stage.chunk_bytes);
     }
     nb::object r = make_owned_array(std::move(result.storage), out_dt, shape, nd, current_stream_object());
     if (out_t == type_id::bfloat16) return r;  // NumPy has no bfloat16
@@ -579,6 +576,30 @@ nb::object on_device(const char* name, nb::tuple operands, nb::handle out, nb::h
       .attr("run")(name, operands, out, device, params);
 }
 
+// device=N for an element-wise op: staged in C++ when the call fits (see staging_for and the
+// staged branch of elementwise), else _pipeline.run with the operands and `params`. `cast` is
+// astype's dtype (read only when the call may be staged).
+nb::object elementwise_on_device(ops::op_id op, const char* op_name, const nb::handle* objs,
+                                 const char* const* names, int n, nb::handle out,
+                                 nb::handle device, nb::dict params,
+                                 nb::handle zero_value = nb::none(), nb::handle cast = nb::handle()) {
+  const staging st = staging_for(device, out);
+  if (st.device >= 0) {
+    std::optional<dtype> target;
+    if (cast) target = parse_ops_dtype(cast);
+    if (nb::object r = elementwise(op, op_name, objs, names, n, out, zero_value,
+                                   target ? &*target : nullptr, st))
+      return r;
+  }
+  PyObject* operands = PyTuple_New(n);
+  if (!operands) throw nb::python_error();
+  for (int i = 0; i < n; ++i) {
+    Py_INCREF(objs[i].ptr());
+    PyTuple_SET_ITEM(operands, i, objs[i].ptr());
+  }
+  return on_device(op_name, nb::steal<nb::tuple>(operands), out, device, params);
+}
+
 }  // namespace
 
 void register_ops(nb::module_& parent) {
@@ -589,13 +610,8 @@ void register_ops(nb::module_& parent) {
     m.def(name, [op, name](nb::handle x1, nb::handle x2, nb::handle out, nb::handle device) {
             const nb::handle objs[] = {x1, x2};
             static const char* const names[] = {"x1", "x2"};
-            if (!device.is_none()) {
-              const staging st = staging_for(device, out);
-              if (st.device >= 0)
-                if (nb::object r = elementwise(op, name, objs, names, 2, out, nb::none(), nullptr, st))
-                  return r;
-              return on_device(name, nb::make_tuple(x1, x2), out, device, {});
-            }
+            if (!device.is_none())
+              return elementwise_on_device(op, name, objs, names, 2, out, device, {});
             return elementwise(op, name, objs, names, 2, out);
           }, "x1"_a, "x2"_a, nb::kw_only(), "out"_a = nb::none(), "device"_a = nb::none(), doc);
   };
@@ -609,14 +625,10 @@ void register_ops(nb::module_& parent) {
           const nb::handle objs[] = {x1, x2};
           static const char* const names[] = {"x1", "x2"};
           if (!device.is_none()) {
-            const staging st = staging_for(device, out);
-            if (st.device >= 0)
-              if (nb::object r = elementwise(ops::op_id::divide, "divide", objs, names, 2, out,
-                                             zero_value, nullptr, st))
-                return r;
             nb::dict params;
             params["zero_value"] = zero_value;
-            return on_device("divide", nb::make_tuple(x1, x2), out, device, params);
+            return elementwise_on_device(ops::op_id::divide, "divide", objs, names, 2, out, device,
+                                         params, zero_value);
           }
           return elementwise(ops::op_id::divide, "divide", objs, names, 2, out, zero_value);
         }, "x1"_a, "x2"_a, nb::kw_only(), "out"_a = nb::none(), "zero_value"_a = nb::none(),
@@ -626,13 +638,8 @@ void register_ops(nb::module_& parent) {
   auto unary = [&](const char* name, ops::op_id op, const char* doc) {
     m.def(name, [op, name](nb::handle x, nb::handle out, nb::handle device) {
             static const char* const names[] = {"x"};
-            if (!device.is_none()) {
-              const staging st = staging_for(device, out);
-              if (st.device >= 0)
-                if (nb::object r = elementwise(op, name, &x, names, 1, out, nb::none(), nullptr, st))
-                  return r;
-              return on_device(name, nb::make_tuple(x), out, device, {});
-            }
+            if (!device.is_none())
+              return elementwise_on_device(op, name, &x, names, 1, out, device, {});
             return elementwise(op, name, &x, names, 1, out);
           }, "x"_a, nb::kw_only(), "out"_a = nb::none(), "device"_a = nb::none(), doc);
   };
@@ -644,16 +651,10 @@ void register_ops(nb::module_& parent) {
   m.def("astype", [](nb::handle x, nb::handle dt, nb::handle out, nb::handle device) {
           static const char* const names[] = {"x"};
           if (!device.is_none()) {
-            const staging st = staging_for(device, out);
-            if (st.device >= 0) {
-              const dtype target = parse_ops_dtype(dt);
-              if (nb::object r = elementwise(ops::op_id::copy, "astype", &x, names, 1, out,
-                                             nb::none(), &target, st))
-                return r;
-            }
             nb::dict params;
             params["dtype"] = dt;
-            return on_device("astype", nb::make_tuple(x), out, device, params);
+            return elementwise_on_device(ops::op_id::copy, "astype", &x, names, 1, out, device,
+                                         params, nb::none(), dt);
           }
           const dtype target = parse_ops_dtype(dt);
           return elementwise(ops::op_id::copy, "astype", &x, names, 1, out, nb::none(), &target);
@@ -663,28 +664,16 @@ void register_ops(nb::module_& parent) {
                     nb::handle device) {
           const nb::handle objs[] = {condition, x, y};
           static const char* const names[] = {"condition", "x", "y"};
-          if (!device.is_none()) {
-            const staging st = staging_for(device, out);
-            if (st.device >= 0)
-              if (nb::object r = elementwise(ops::op_id::where, "where", objs, names, 3, out,
-                                             nb::none(), nullptr, st))
-                return r;
-            return on_device("where", nb::make_tuple(condition, x, y), out, device, {});
-          }
+          if (!device.is_none())
+            return elementwise_on_device(ops::op_id::where, "where", objs, names, 3, out, device, {});
           return elementwise(ops::op_id::where, "where", objs, names, 3, out);
         }, "condition"_a, "x"_a, "y"_a, nb::kw_only(), "out"_a = nb::none(),
         "device"_a = nb::none(), "x where condition is true, else y (condition converted to bool).");
   m.def("axpy", [](nb::handle a, nb::handle x, nb::handle y, nb::handle out, nb::handle device) {
           const nb::handle objs[] = {a, x, y};
           static const char* const names[] = {"a", "x", "y"};
-          if (!device.is_none()) {
-            const staging st = staging_for(device, out);
-            if (st.device >= 0)
-              if (nb::object r = elementwise(ops::op_id::axpy, "axpy", objs, names, 3, out,
-                                             nb::none(), nullptr, st))
-                return r;
-            return on_device("axpy", nb::make_tuple(a, x, y), out, device, {});
-          }
+          if (!device.is_none())
+            return elementwise_on_device(ops::op_id::axpy, "axpy", objs, names, 3, out, device, {});
           return elementwise(ops::op_id::axpy, "axpy", objs, names, 3, out);
         }, "a"_a, "x"_a, "y"_a, nb::kw_only(), "out"_a = nb::none(), "device"_a = nb::none(),
         "a * x + y in one pass (rounded after the multiply and after the add, as NumPy would).");

@@ -102,9 +102,7 @@ void strided_chunk(const ew_call& c, const F& f, std::int64_t begin, std::int64_
         }
         for (; j < run; ++j) out[j] = at(j);
       } else {
-        for (std::int64_t j = 0; j < run; ++j)
-          *reinterpret_cast<O*>(o + j * so) = convert<O>(f(load_direct(
-              reinterpret_cast<const arg_storage_t<Op, int(I), S>*>(p[I] + j * si[I]))...));
+        for (std::int64_t j = 0; j < run; ++j) *reinterpret_cast<O*>(o + j * so) = at(j);
       }
     } else {
       for (std::int64_t j = 0; j < run; ++j)

@@ -262,36 +262,28 @@ void run(const reduce_call& c) {
   // pairwise. Threads take outputs when there are enough of them, else the chunks of each.
   const std::int64_t chunk = std::int64_t(1) << 16;
   const std::int64_t chunks = (c.len + chunk - 1) / chunk;
-  auto combine = [&](const Acc* parts) {
-    return pairwise<Acc>([&](std::int64_t k) { return parts[k]; }, 0, chunks, r);
+  auto chunk_of = [&](std::int64_t o, std::int64_t k) {
+    return partial(o, k * chunk, std::min(chunk, c.len - k * chunk));
   };
-  if (chunks <= 1) {
+  auto whole = [&](std::int64_t o) {
+    if (chunks <= 1) return partial(o, 0, c.len);
+    return pairwise<Acc>([&](std::int64_t k) { return chunk_of(o, k); }, 0, chunks, r);
+  };
+  if (chunks <= 1 || c.n_out >= thread_count()) {
     const std::int64_t grain = std::max<std::int64_t>(1, chunk / 2 / std::max<std::int64_t>(c.len, 1));
     parallel_for(c.n_out, grain, [&](std::int64_t b, std::int64_t e) {
-      for (std::int64_t o = b; o < e; ++o) out[o] = finish<Op, Out>(partial(o, 0, c.len), c.len);
+      for (std::int64_t o = b; o < e; ++o) out[o] = finish<Op, Out>(whole(o), c.len);
     });
     return;
   }
-  if (c.n_out >= thread_count()) {
-    // ~1/4096 of the input (not a std::vector: Acc may be bool)
-    const std::unique_ptr<Acc[]> parts(new Acc[static_cast<std::size_t>(c.n_out * chunks)]);
-    parallel_for(c.n_out, 1, [&](std::int64_t b, std::int64_t e) {
-      for (std::int64_t o = b; o < e; ++o) {
-        Acc* mine = parts.get() + o * chunks;
-        for (std::int64_t k = 0; k < chunks; ++k)
-          mine[k] = partial(o, k * chunk, std::min(chunk, c.len - k * chunk));
-        out[o] = finish<Op, Out>(combine(mine), c.len);
-      }
-    });
-    return;
-  }
-  const std::unique_ptr<Acc[]> parts(new Acc[static_cast<std::size_t>(chunks)]);
+  // Few long outputs: the chunks of each in parallel, then combined as whole() combines them.
+  const std::unique_ptr<Acc[]> parts(new Acc[static_cast<std::size_t>(chunks)]);  // Acc may be bool
   for (std::int64_t o = 0; o < c.n_out; ++o) {
     parallel_for(chunks, 1, [&](std::int64_t b, std::int64_t e) {
-      for (std::int64_t k = b; k < e; ++k)
-        parts[k] = partial(o, k * chunk, std::min(chunk, c.len - k * chunk));
+      for (std::int64_t k = b; k < e; ++k) parts[k] = chunk_of(o, k);
     });
-    out[o] = finish<Op, Out>(combine(parts.get()), c.len);
+    out[o] = finish<Op, Out>(pairwise<Acc>([&](std::int64_t k) { return parts[k]; }, 0, chunks, r),
+                             c.len);
   }
 }
 
