@@ -34,8 +34,9 @@ std::uint32_t parse_protocol(nb::handle protocol) {
   if (name == "buffer") return python::protocol_buffer;
   if (name == "dlpack") return python::protocol_dlpack;
   if (name == "cai") return python::protocol_cai;
-  throw value_error("protocol: expected None, 'array', 'exchange', 'buffer', 'dlpack' or 'cai', "
-                    "got '" + name + "'");
+  if (name == "cupy") return python::protocol_cupy;
+  throw value_error("protocol: expected None, 'array', 'exchange', 'buffer', 'dlpack', 'cai' or "
+                    "'cupy', got '" + name + "'");
 }
 
 const char* protocol_name(std::uint32_t p) {
@@ -45,6 +46,7 @@ const char* protocol_name(std::uint32_t p) {
     case python::protocol_buffer: return "buffer";
     case python::protocol_dlpack: return "dlpack";
     case python::protocol_cai: return "cai";
+    case python::protocol_cupy: return "cupy";
   }
   return "none";
 }
@@ -243,7 +245,8 @@ void register_consume(nb::module_& m) {
         "Any array (NumPy, CuPy, PyTorch, JAX, Numba, memoryview, ...) as an arrayport.Array "
         "without a copy. The producer stays alive while the view lives; its pending work is "
         "ordered before `stream` (default: the current stream) unless sync=False. protocol= "
-        "forces one exchange protocol: 'array', 'exchange', 'buffer', 'dlpack' or 'cai'.");
+        "forces one exchange protocol: 'array', 'exchange', 'buffer', 'dlpack', 'cai' or 'cupy' "
+        "(a CuPy ndarray read from its struct, ordered as __dlpack__ orders).");
   m.def("_acquire_protocol", [](nb::handle obj, nb::handle protocol) {
           python::acquired a =
               acquire_for_python(obj, parse_stream(nb::none()), true, parse_protocol(protocol), true);

@@ -174,7 +174,7 @@ def _import(lib: _Lib) -> Handoff:
     v = arrayport.view(x)
     h.protocol = {"array": "arrayport.Array", "exchange": "DLPack C exchange API",
                   "buffer": "buffer protocol", "dlpack": "DLPack",
-                  "cai": "CUDA array interface"}[arrayport._core._acquire_protocol(x)]
+                  "cai": "CUDA array interface", "cupy": "CuPy ndarray struct"}[arrayport._core._acquire_protocol(x)]
     h.zero_copy = v.ptr == lib.ptr(x)
     if lib.write is not None:  # JAX arrays are immutable: never written
         v[0] = VALUE

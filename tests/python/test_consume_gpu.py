@@ -38,24 +38,58 @@ def check_view(v: ap.Array, ptr: int, shape, strides, dtype: str, memory: str = 
 # ---- CuPy -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("protocol", [None, "dlpack", "cai"])
+@pytest.mark.parametrize("protocol", [None, "cupy", "dlpack", "cai"])
 def test_cupy_arrays_any_layout(protocol):
     cupy = pytest.importorskip("cupy")
     c = cupy.arange(60, dtype=cupy.float32).reshape(5, 12)
-    for x in (c, c[::2, 1::3], c.T, c[:, ::-1], c[::-2, ::3]):
+    layouts = [c, c[::2, 1::3], c.T, c[:, ::-1], c[::-2, ::3]]
+    if protocol != "cai":
+        # One element, and none: CuPy's interface calls these contiguous and states no strides
+        # (the bridge then computes compact ones); the struct and DLPack give CuPy's own.
+        layouts += [c[2:3, 4:5], c[:0]]
+    for x in layouts:
         if protocol == "dlpack" and any(s < 0 for s in x.strides):
             # CuPy exports negative strides divided as unsigned numbers (-1 -> 2^62 - 1):
-            # refused, never read; left to choose, the bridge takes the CAI instead (below).
+            # refused, never read; left to choose, the bridge reads CuPy's struct instead.
             with pytest.raises(ValueError, match=r"more than 2\^63 bytes"):
                 ap.view(x, protocol=protocol)
             continue
         v = ap.view(x, protocol=protocol)
         check_view(v, x.data.ptr, x.shape, x.strides, "float32")
         np.testing.assert_array_equal(v.get(), cupy.asnumpy(x))
-    if protocol is None:
-        # CuPy offers the buffer protocol but refuses it for device memory: DLPack is taken.
-        assert _core._acquire_protocol(c) == "dlpack"
-        assert _core._acquire_protocol(c[:, ::-1]) == "cai"
+        if protocol is None:
+            # CuPy offers the buffer protocol but refuses it for device memory; its struct is
+            # read instead of __dlpack__ (and states negative strides right).
+            assert _core._acquire_protocol(x) == "cupy"
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "uint16", "int32", "int64", "float16", "float32",
+                                   "float64", "complex64", "complex128"])
+def test_cupy_struct_and_dlpack_agree_on_every_dtype(dtype):
+    cupy = pytest.importorskip("cupy")
+    x = (cupy.arange(24) % 3).astype(dtype).reshape(2, 3, 4)[:, ::2, 1:]
+    a, b = ap.view(x, protocol="cupy"), ap.view(x, protocol="dlpack")
+    assert (a.ptr, a.shape, a.strides, a.dtype, a.memory, a.device, a.readonly) == \
+        (b.ptr, b.shape, b.strides, b.dtype, b.memory, b.device, b.readonly)
+    np.testing.assert_array_equal(a.get(), cupy.asnumpy(x))
+
+
+def test_cupy_struct_layout_waits_for_an_array_with_dimensions():
+    # A 0-d array leaves the layout check open (no vectors to compare): DLPack serves it, and the
+    # first array with dimensions checks the layout. A fresh process: the check is once per process.
+    import subprocess
+    import sys
+    code = (
+        "import cupy, arrayport as ap\n"
+        "from arrayport import _core\n"
+        "s = cupy.array(2.5, dtype=cupy.float32)\n"
+        "print(_core._acquire_protocol(s), ap.view(s).get().item())\n"
+        "v = cupy.arange(6, dtype=cupy.int16)[::-2]\n"
+        "print(_core._acquire_protocol(v), ap.view(v).get().tolist())\n"
+        "print(_core._acquire_protocol(s), ap.view(s).get().item())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split("\n")[:3] == ["dlpack 2.5", "cupy [5, 3, 1]", "cupy 2.5"]
 
 
 def test_cupy_writes_through_the_view():
@@ -66,15 +100,45 @@ def test_cupy_writes_through_the_view():
     assert host[::2].tolist() == [7.0] * 500 and host[1::2].tolist() == [0.0] * 500
 
 
-def test_cupy_managed_memory_is_seen_as_managed_through_cai():
+@pytest.mark.parametrize("protocol", ["cai", "cupy"])
+def test_cupy_managed_memory_is_seen_as_managed(protocol):
     cupy = pytest.importorskip("cupy")
     mem = cupy.cuda.malloc_managed(4096)
     c = cupy.ndarray((1024,), cupy.float32, mem)
     c[...] = 3.0
-    v = ap.view(c, protocol="cai")
+    v = ap.view(c, protocol=protocol)
     check_view(v, c.data.ptr, (1024,), (4,), "float32", memory="managed")
     cupy.cuda.Device().synchronize()
     assert np.asarray(v).sum() == 3072.0  # managed memory: readable on the host, zero-copy
+
+
+@pytest.mark.parametrize("protocol", ["cupy", "dlpack"])
+def test_cupy_producer_on_stream_a_consumer_on_stream_b(protocol):
+    cupy = pytest.importorskip("cupy")
+    torch = pytest.importorskip("torch")
+    n = 1 << 24
+    c = cupy.zeros(n, dtype=cupy.float32)
+    cupy.cuda.Device().synchronize()
+    producer = cupy.cuda.Stream(non_blocking=True)
+    consumer = ap.cuda.Stream()
+    with producer:
+        with torch.cuda.stream(torch.cuda.ExternalStream(producer.ptr, device="cuda:0")):
+            torch.cuda._sleep(SLEEP_CYCLES)  # CuPy's current stream is busy ...
+        c.fill(2.0)                          # ... and only then writes
+        v = ap.view(c, stream=consumer, protocol=protocol)
+    assert producer.done is False, "the view must not have waited for the producer"
+    got = v.get(stream=consumer)
+    assert float(got.sum()) == 2.0 * n and got[0] == 2.0 and got[-1] == 2.0
+
+
+def test_a_cupy_view_keeps_the_array_alive():
+    cupy = pytest.importorskip("cupy")
+    c = cupy.full(64, 5, dtype=cupy.int32)
+    v = ap.view(c)
+    assert v.base is c
+    del c
+    gc.collect()
+    assert v.get().tolist() == [5] * 64
 
 
 # ---- PyTorch --------------------------------------------------------------------------------

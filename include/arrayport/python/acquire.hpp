@@ -7,6 +7,8 @@
 //   3. the buffer protocol (memoryview, bytes, array.array; NumPy arrays read from their struct);
 //   4. __dlpack__ (versioned first, legacy on TypeError);
 //   5. __cuda_array_interface__ (v3, and PyTorch's v2).
+// CuPy's ndarray is read from its struct, before the buffer protocol, with __dlpack__'s stream
+// semantics (see "CuPy arrays" below): "cupy" among the protocols.
 // The view stays valid, and the producer alive, for as long as the `acquired` lives. Every
 // violation of the caller's constraints is a type_error / value_error / buffer_error naming the
 // argument, what was expected and what came.
@@ -22,6 +24,7 @@
 #include <arrayport/runtime.hpp>
 #include <arrayport/view.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -62,7 +65,8 @@ enum protocol : std::uint32_t {
   protocol_buffer = 1u << 2,    ///< buffer protocol
   protocol_dlpack = 1u << 3,    ///< __dlpack__
   protocol_cai = 1u << 4,       ///< __cuda_array_interface__
-  protocol_all = 0x1Fu
+  protocol_cupy = 1u << 5,      ///< a CuPy ndarray read from its struct (__dlpack__'s semantics)
+  protocol_all = 0x3Fu
 };
 
 /// What a parameter accepts. Unset fields accept anything.
@@ -303,6 +307,158 @@ inline bool numpy_dtype(int type_num, arrayport::dtype& out) noexcept {
   }
 }
 
+// ---- CuPy arrays, read without __dlpack__ ----------------------------------------------------
+//
+// CuPy's __dlpack__ costs about 300 ns a call from C (a capsule, a DLManagedTensor and a
+// cudaPointerGetAttributes inside) and its __cuda_array_interface__ 570 ns (a dict). What they
+// report is read here from the ndarray's struct instead: the layout Cython gives
+// cupy._core.core._ndarray_base (cupy/_core/core.pxd: size, _shape and _strides as
+// std::vector<Py_ssize_t>, dtype, data) and cupy.cuda.memory.MemoryPointer (ptr, device_id, mem).
+// Cython publishes no offsets for these, so the layout is checked once, on the first CuPy array of
+// one or more dimensions seen: the types' sizes and weak-list offset, then every field against
+// the Python attribute it backs (size, shape, strides, dtype, data, data.ptr, data.device_id,
+// data.mem). Any mismatch (another CuPy layout, another C++ library's vector) turns the struct
+// path off for the process, and __dlpack__ serves as before.
+//
+// The stream semantics are those of __dlpack__(stream=consumer): the consumer's stream waits for
+// CuPy's current stream, which cupy.cuda.stream.get_current_stream_ptr() gives -- the C function
+// CuPy exports to other Cython modules through __pyx_capi__.
+
+struct std_vector_fields {  // std::vector's three pointers, in libstdc++, libc++ and MSVC alike
+  Py_ssize_t* begin;
+  Py_ssize_t* end;
+  Py_ssize_t* capacity;
+};
+struct cupy_array_fields {
+  PyObject_HEAD
+  void* vtab;  // Cython's table of cdef methods
+  PyObject* weakrefs;
+  Py_ssize_t size;
+  std_vector_fields shape;    // extents
+  std_vector_fields strides;  // in bytes
+  int c_contiguous, f_contiguous, index_32_bits;
+  PyObject* dtype;  // a numpy.dtype
+  PyObject* data;   // a cupy.cuda.memory.MemoryPointer: the first element's address
+  PyObject* base;
+};
+struct cupy_pointer_fields {
+  PyObject_HEAD
+  void* vtab;
+  std::intptr_t ptr;
+  int device_id;
+  PyObject* mem;
+};
+
+struct cupy_layout {
+  PyTypeObject* array_type = nullptr;    // the exact type checked (cupy.ndarray); kept for good
+  PyTypeObject* pointer_type = nullptr;  // cupy.cuda.memory.MemoryPointer; kept for good
+  PyTypeObject* dtype_type = nullptr;    // numpy.dtype; kept for good
+  std::intptr_t (*current_stream)() = nullptr;  // CuPy's current stream of the current device
+  int state = 0;                                // 1 checked, -1 refused, 0 not yet
+};
+
+inline cupy_layout& cupy() noexcept {
+  static cupy_layout layout;
+  return layout;
+}
+
+// A subclass of cupy._core.core._ndarray_base whose base has the struct above (the values are
+// checked later, on an instance).
+inline bool is_cupy_array_type(PyTypeObject* type) noexcept {
+  for (PyTypeObject* t = type; t; t = t->tp_base)
+    if (std::strcmp(t->tp_name, "cupy._core.core._ndarray_base") == 0)
+      return t->tp_basicsize == static_cast<Py_ssize_t>(sizeof(cupy_array_fields)) &&
+             t->tp_weaklistoffset == static_cast<Py_ssize_t>(offsetof(cupy_array_fields, weakrefs));
+  return false;
+}
+
+// Whether CuPy arrays may be read from their struct: checks the layout on `obj` the first time
+// (an array of ndim >= 1: a 0-d one leaves the question open). Never leaves a Python error set.
+inline bool cupy_layout_checked(PyObject* obj) noexcept {
+  cupy_layout& layout = cupy();
+  if (layout.state != 0) return layout.state > 0;
+  PyObject *shape = nullptr, *strides = nullptr, *size = nullptr, *dtype = nullptr, *data = nullptr,
+           *base = nullptr, *ptr = nullptr, *device = nullptr, *mem = nullptr, *numpy = nullptr,
+           *dtype_type = nullptr, *stream_module = nullptr, *capi = nullptr;
+  int verdict = -1;
+  auto same_ints = [](PyObject* tuple, const std_vector_fields& v) {
+    const Py_ssize_t n = v.end - v.begin;
+    if (!tuple || !PyTuple_Check(tuple) || PyTuple_GET_SIZE(tuple) != n || n < 0) return false;
+    if (n > 0 && !v.begin) return false;
+    for (Py_ssize_t i = 0; i < n; ++i)
+      if (PyLong_AsSsize_t(PyTuple_GET_ITEM(tuple, i)) != v.begin[i]) return false;
+    return !PyErr_Occurred();
+  };
+  do {
+    const auto* f = reinterpret_cast<const cupy_array_fields*>(obj);
+    if (!is_cupy_array_type(Py_TYPE(obj))) break;
+    shape = PyObject_GetAttrString(obj, "shape");
+    if (shape && PyTuple_Check(shape) && PyTuple_GET_SIZE(shape) == 0) {
+      verdict = 0;  // nothing to compare the vectors with: ask again on another array
+      break;
+    }
+    strides = PyObject_GetAttrString(obj, "strides");
+    size = PyObject_GetAttrString(obj, "size");
+    dtype = PyObject_GetAttrString(obj, "dtype");
+    data = PyObject_GetAttrString(obj, "data");
+    base = PyObject_GetAttrString(obj, "base");
+    if (!shape || !strides || !size || !dtype || !data || !base) break;
+    // Identities and plain values first: only then are the vectors' pointers followed.
+    if (f->dtype != dtype || f->data != data || f->base != base || !PyLong_Check(size) ||
+        PyLong_AsSsize_t(size) != f->size)
+      break;
+    if (!same_ints(shape, f->shape) || !same_ints(strides, f->strides)) break;
+    PyTypeObject* pointer_type = Py_TYPE(data);
+    if (std::strcmp(pointer_type->tp_name, "cupy.cuda.memory.MemoryPointer") != 0 ||
+        pointer_type->tp_basicsize != static_cast<Py_ssize_t>(sizeof(cupy_pointer_fields)))
+      break;
+    ptr = PyObject_GetAttrString(data, "ptr");
+    device = PyObject_GetAttrString(data, "device_id");
+    mem = PyObject_GetAttrString(data, "mem");
+    const auto* p = reinterpret_cast<const cupy_pointer_fields*>(data);
+    if (!ptr || !device || !mem || p->mem != mem || PyLong_AsSsize_t(ptr) != p->ptr ||
+        PyLong_AsLong(device) != p->device_id || PyErr_Occurred())
+      break;
+    static PyObject* const numpy_name = interned("numpy");
+    numpy = numpy_name ? PyImport_GetModule(numpy_name) : nullptr;
+    dtype_type = numpy ? PyObject_GetAttrString(numpy, "dtype") : nullptr;
+    if (!dtype_type || !PyType_Check(dtype_type) || !PyObject_TypeCheck(dtype, reinterpret_cast<PyTypeObject*>(dtype_type)))
+      break;
+    stream_module = PyImport_ImportModule("cupy.cuda.stream");
+    capi = stream_module ? PyObject_GetAttrString(stream_module, "__pyx_capi__") : nullptr;
+    PyObject* entry = capi && PyDict_Check(capi) ? PyDict_GetItemString(capi, "get_current_stream_ptr") : nullptr;
+    constexpr const char* signature = "intptr_t (void)";
+    if (!entry || !PyCapsule_IsValid(entry, signature)) break;
+    layout.current_stream =
+        reinterpret_cast<std::intptr_t (*)()>(PyCapsule_GetPointer(entry, signature));
+    layout.pointer_type = pointer_type;
+    layout.dtype_type = reinterpret_cast<PyTypeObject*>(dtype_type);
+    layout.array_type = Py_TYPE(obj);
+    Py_INCREF(layout.pointer_type);
+    Py_INCREF(layout.dtype_type);
+    Py_INCREF(layout.array_type);
+    verdict = 1;
+  } while (false);
+  PyErr_Clear();
+  for (PyObject* o : {shape, strides, size, dtype, data, base, ptr, device, mem, numpy, dtype_type,
+                      stream_module, capi})
+    Py_XDECREF(o);
+  layout.state = verdict;
+  return verdict > 0;
+}
+
+// CuPy's current stream, as __dlpack__ would order after it; false with no error set when CuPy
+// raised (its error is cleared: the caller falls back to __dlpack__, which will say it).
+inline bool cupy_current_stream(stream_handle& out) noexcept {
+  const std::intptr_t s = cupy().current_stream();
+  if (s == -1 && PyErr_Occurred()) {
+    PyErr_Clear();
+    return false;
+  }
+  out = reinterpret_cast<stream_handle>(s);
+  return true;
+}
+
 inline bool type_has(PyTypeObject* type, const char* attr) noexcept {
   int has = PyObject_HasAttrString(reinterpret_cast<PyObject*>(type), attr);
   return has == 1;
@@ -319,6 +475,7 @@ inline type_entry describe_type(PyTypeObject* type, const arrayport_python_api_t
   if (type->tp_as_buffer && type->tp_as_buffer->bf_getbuffer) e.protocols |= protocol_buffer;
   e.numpy = (e.protocols & protocol_buffer) && is_numpy_array_type(type);
   if (e.numpy && std::strcmp(type->tp_name, "numpy.ndarray") == 0) numpy_exact_type() = type;
+  if (cupy().state >= 0 && is_cupy_array_type(type)) e.protocols |= protocol_cupy;
   if (type_has(type, "__dlpack__")) e.protocols |= protocol_dlpack;
   if (type_has(type, "__cuda_array_interface__")) e.protocols |= protocol_cai;
   return e;
@@ -686,6 +843,54 @@ struct detail_access {
     v.flags = readonly ? ARRAYPORT_VIEW_READONLY : 0u;
     v.owner = obj;
     a.m_source = acquired::source::reference;  // the held producer keeps data and struct alive
+    return true;
+  }
+
+  // A CuPy array's view from its struct, ordered as __dlpack__(stream=consumer) would be; false
+  // (nothing taken, no error set) for what the struct path does not describe: a layout that did
+  // not check out, a dtype arrayport has no name for, strides that are not whole items.
+  template <class Consumer>
+  static bool from_cupy(acquired& a, const constraints& c, PyObject* obj, Consumer consumer,
+                        bool sync) {
+    if (!detail::cupy_layout_checked(obj)) return false;
+    const detail::cupy_layout& layout = detail::cupy();
+    const auto* f = reinterpret_cast<const detail::cupy_array_fields*>(obj);
+    arrayport::dtype dt;
+    if (!PyObject_TypeCheck(f->dtype, layout.dtype_type) || Py_TYPE(f->data) != layout.pointer_type)
+      return false;
+    const auto* d = reinterpret_cast<const detail::numpy_descr_head*>(f->dtype);
+    const Py_ssize_t nd = f->shape.end - f->shape.begin;
+    if (d->byteorder == '>' || !detail::numpy_dtype(d->type_num, dt) || nd > ARRAYPORT_MAX_NDIM ||
+        f->strides.end - f->strides.begin != nd)
+      return false;
+    const auto itemsize = static_cast<Py_ssize_t>(dt.itemsize());
+    for (Py_ssize_t i = 0; i < nd; ++i)
+      if (f->strides.begin[i] % itemsize != 0) return false;
+    const auto* p = reinterpret_cast<const detail::cupy_pointer_fields*>(f->data);
+    stream_handle producer = nullptr;
+    if (sync && !detail::cupy_current_stream(producer)) return false;
+    std::int64_t* ext = a.extents(static_cast<int>(nd));
+    for (Py_ssize_t i = 0; i < nd; ++i) {
+      ext[i] = f->shape.begin[i];
+      ext[nd + i] = f->strides.begin[i] / itemsize;
+    }
+    arrayport_view_t& v = a.m_view;
+    v.data = reinterpret_cast<void*>(p->ptr);
+    v.ndim = static_cast<std::int32_t>(nd);
+    v.shape = ext;
+    v.strides = ext + nd;
+    v.dtype = dt.to_c();
+    v.flags = 0;  // CuPy arrays are always writable
+    v.owner = obj;
+    a.m_source = acquired::source::reference;  // the held array keeps its MemoryPointer alive
+    // Device or managed memory (or pinned host memory that CuPy wraps): CUDA says which, as
+    // CuPy's __dlpack_device__ asks it too.
+    const runtime::pointer_info info = runtime::query_pointer(v.data);
+    const memory_kind kind = info.kind == memory_kind::host ? memory_kind::device : info.kind;
+    const int device = info.device >= 0 ? info.device : p->device_id;
+    v.memory_kind = static_cast<std::uint32_t>(kind);
+    v.device = dlpack_device(kind, device);
+    if (sync) runtime::order_streams(producer, consumer(), device);
     return true;
   }
 
@@ -1090,8 +1295,17 @@ inline acquired acquire(PyObject* obj, const constraints& c, const acquire_optio
   } else if (offered & protocol_exchange) {
     detail_access::from_exchange(a, c, obj, *type.exchange, consumer(), o.sync, o.call_scoped);
     a.m_protocol = protocol_exchange;
+  } else if ((offered & protocol_cupy) && detail_access::from_cupy(a, c, obj, consumer, o.sync)) {
+    a.m_protocol = protocol_cupy;
   } else {
-    std::uint32_t rest = offered;
+    std::uint32_t rest = offered & ~protocol_cupy;
+    if (offered & protocol_cupy) {
+      if (detail::cupy().state < 0) detail::forget_protocol(Py_TYPE(obj), protocol_cupy);
+      if (!rest)
+        detail::fail_buffer(c, obj, "this CuPy array cannot be read from its struct (a layout or "
+                                    "dtype arrayport does not know): expected another protocol "
+                                    "to be allowed");
+    }
     bool refused_buffer = false;
     if (rest & protocol_buffer) {
       try {
@@ -1207,6 +1421,48 @@ namespace detail {
 // cache walk, no current stream. Anything else -- another producer, a subclass, a violated
 // constraint, geometry the general path would refuse or refine (host memory for a device view
 // may be pinned: CUDA is asked there) -- returns false, and acquire() decides, with its messages.
+// The struct read of detail_access::from_cupy for a typed parameter. A view that may be a host
+// one needs CUDA to say whether the memory is managed: left to acquire(). So is a CuPy current
+// stream other than the consumer's, which takes an event wait.
+template <class T, std::size_t Rank, class Space>
+inline bool cupy_typed_view(PyObject* obj, arrayport::view<T, Rank, Space>& out) noexcept {
+  using index_type = typename arrayport::view<T, Rank, Space>::index_type;
+  constexpr arrayport::dtype expected = dtype_of<std::remove_cv_t<T>>;
+  constexpr std::size_t n = Rank > 0 ? Rank : 1;
+  if constexpr (std::is_same_v<Space, host_space>) {
+    return false;
+  } else {
+    const cupy_layout& layout = cupy();
+    const auto* f = reinterpret_cast<const cupy_array_fields*>(obj);
+    if (!PyObject_TypeCheck(f->dtype, layout.dtype_type) || Py_TYPE(f->data) != layout.pointer_type ||
+        f->shape.end - f->shape.begin != static_cast<Py_ssize_t>(Rank) ||
+        f->strides.end - f->strides.begin != static_cast<Py_ssize_t>(Rank))
+      return false;
+    const auto* d = reinterpret_cast<const numpy_descr_head*>(f->dtype);
+    arrayport::dtype dt;
+    if (d->byteorder == '>' || !numpy_dtype(d->type_num, dt) || dt != expected) return false;
+    constexpr auto itemsize = static_cast<Py_ssize_t>(expected.itemsize());
+    index_type shape[n] = {}, strides[n] = {};
+    bool empty = false;
+    std::int64_t count = 1;
+    for (std::size_t r = 0; r != Rank; ++r) {
+      const Py_ssize_t extent = f->shape.begin[r], stride = f->strides.begin[r];
+      if (extent < 0 || stride % itemsize != 0) return false;
+      shape[r] = extent;
+      strides[r] = stride / itemsize;
+      empty = empty || extent == 0;
+      if (__builtin_mul_overflow(count, static_cast<std::int64_t>(extent), &count)) return false;
+    }
+    const auto* p = reinterpret_cast<const cupy_pointer_fields*>(f->data);
+    if (!empty && (!p->ptr || !spans_fit(shape, strides, static_cast<int>(Rank), itemsize)))
+      return false;
+    stream_handle producer = nullptr;
+    if (!cupy_current_stream(producer) || producer != current_stream()) return false;
+    out = arrayport::view<T, Rank, Space>(reinterpret_cast<T*>(p->ptr), shape, strides);
+    return true;
+  }
+}
+
 template <class T, std::size_t Rank, class Space>
 inline bool typed_view_fast(PyObject* obj, arrayport::view<T, Rank, Space>& out) noexcept {
   using U = std::remove_cv_t<T>;
@@ -1232,6 +1488,7 @@ inline bool typed_view_fast(PyObject* obj, arrayport::view<T, Rank, Space>& out)
     out = arrayport::view<T, Rank, Space>(static_cast<T*>(v.data), shape, strides);
     return true;
   }
+  if (type == cupy().array_type && type) return cupy_typed_view(obj, out);
   if (!Space::accepts(memory_kind::host) || type != numpy_exact_type() || !type) return false;
   // The fields from_numpy reads, with the checks from_numpy, check_geometry and
   // check_constraints make of them.
