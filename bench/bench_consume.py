@@ -67,14 +67,43 @@ def main(outdir: str) -> None:
     nb = importlib.import_module("consume_nb")
     pb = importlib.import_module("consume_pb")
     paths = {"noop (floor)": nb.noop, "arrayport nanobind caster": nb.arrayport,
+             "arrayport nanobind caster, const": nb.arrayport_const,
              "arrayport pybind11 caster": pb.arrayport, "arrayport.view()": ap.view,
-             "nanobind nb::ndarray": nb.nb_ndarray, "pybind11 py::buffer": pb.py_buffer,
+             "nanobind nb::ndarray": nb.nb_ndarray, "nanobind nb::ndarray, const": nb.nb_ndarray_const,
+             "pybind11 py::buffer": pb.py_buffer,
              "pybind11 array_t": pb.array_t, "raw buffer protocol": nb.raw_buffer,
              "ctypes (a.ctypes.data)": lambda a: a.ctypes.data}
     try:
         from cuda.core.utils import StridedMemoryView  # type: ignore
 
-        paths["cuda.core StridedMemoryView"] = lambda a: StridedMemoryView(a, stream_ptr=-1)
+        # The constructor (deprecated in cuda.core 1.x) is what the goals were set against;
+        # from_dlpack / from_any_interface are its successors. Each reads what a checked typed
+        # view needs (pointer, shape, strides, dtype), since their views fill those lazily. No
+        # synchronisation (-1) where the producer takes it; JAX does not: the legacy stream (1).
+        def smv(make):
+            streams: dict[type, int] = {}  # per producer type, the stream argument it takes
+
+            def view(a):
+                t = type(a)
+                if t not in streams:
+                    for stream in (-1, 1):
+                        try:
+                            make(a, stream)
+                            streams[t] = stream
+                            break
+                        except Exception:
+                            if stream == 1:
+                                raise
+                v = make(a, streams[t])
+                return v.ptr, v.shape, v.strides, v.dtype
+            return view
+
+        paths["cuda.core StridedMemoryView"] = smv(lambda a, s: StridedMemoryView(a, stream_ptr=s))
+        if hasattr(StridedMemoryView, "from_dlpack"):
+            paths["cuda.core SMV.from_dlpack"] = smv(lambda a, s: StridedMemoryView.from_dlpack(a, stream_ptr=s))
+        if hasattr(StridedMemoryView, "from_any_interface"):
+            paths["cuda.core SMV.from_any_interface"] = smv(
+                lambda a, s: StridedMemoryView.from_any_interface(a, stream_ptr=s))
     except Exception as e:
         print(f"skip cuda.core: {e}")
     device = ap.devices()[0]["name"] if ap.cuda.is_available() else "CPU only"
@@ -88,7 +117,7 @@ def main(outdir: str) -> None:
                 continue  # this path does not take this producer
             row[path] = per_call_ns(fn, arr)
         results[pname] = row
-        base = row.get("nanobind nb::ndarray")
+        base = row.get("nanobind nb::ndarray") or row.get("nanobind nb::ndarray, const")
         print(f"\n{pname}:")
         for path, ns in row.items():
             ratio = f"  {ns / base:5.2f}x nanobind" if base else ""

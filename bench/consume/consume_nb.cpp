@@ -10,6 +10,9 @@ NB_MODULE(consume_nb, m) {
   m.def("noop", [](nb::handle) { return 0; });
   // Any device (nb::ndarray's default) and any memory arrayport can reach: the same checks.
   m.def("arrayport", [](arrayport::view<float, 1> x) { return x.extent(0); });
+  // A read-only parameter: what an input is (and all that immutable JAX arrays give).
+  m.def("arrayport_const", [](arrayport::view<const float, 1> x) { return x.extent(0); });
+  m.def("nb_ndarray_const", [](nb::ndarray<const float, nb::ndim<1>> x) { return static_cast<std::int64_t>(x.shape(0)); });
   m.def("nb_ndarray", [](nb::ndarray<float, nb::ndim<1>> x) { return static_cast<std::int64_t>(x.shape(0)); });
   m.def("raw_buffer", [](nb::handle h) {
     Py_buffer b;

@@ -145,6 +145,28 @@ def test_typed_parameter_on_cupy_sees_what_the_general_path_sees(mod, name):
         compare_with_general_path(mod, name, x, label)  # the layout is checked by now
 
 
+def torch_inputs():
+    torch = pytest.importorskip("torch")
+    base = torch.arange(24, dtype=torch.float32, device="cuda")
+    m = base.reshape(4, 6)
+    cpu = torch.arange(6, dtype=torch.float32)
+    return {
+        "f32": base, "f32 step": base[1::5], "f32 2d": m, "f32 2d T": m.T,
+        "f32 2d sliced": m[::2, 1::2], "f32 empty": base[:0], "f64": torch.zeros(5, device="cuda", dtype=torch.float64),
+        "i64 0d": torch.tensor(7, device="cuda"), "bool": torch.tensor([True, False], device="cuda"),
+        "f32 cpu": cpu, "f32 cpu step": cpu[::2], "f32 pinned": cpu.pin_memory(),
+        "f32 stride 0": base[:1].expand(5),
+    }
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", sorted(TYPED))
+def test_typed_parameter_on_torch_sees_what_the_general_path_sees(mod, name):
+    # PyTorch's tensors come through its DLPack C exchange API, on the fast path too.
+    for label, x in torch_inputs().items():
+        compare_with_general_path(mod, name, x, label)
+
+
 @needs_gpu
 def test_cupy_through_the_fast_path_takes_and_leaks_no_reference(mod):
     cupy = pytest.importorskip("cupy")

@@ -179,15 +179,37 @@ def test_torch_views_keep_the_tensor_and_show_it_as_base():
 # ---- JAX, Numba, CAI-only -------------------------------------------------------------------
 
 
-def test_jax_arrays():
-    jnp = pytest.importorskip("jax.numpy")
+def jax_on_gpu():
     jax = pytest.importorskip("jax")
     if jax.default_backend() != "gpu":
         pytest.skip("JAX has no GPU backend here")
+    return jax, pytest.importorskip("jax.numpy")
+
+
+def test_jax_arrays():
+    jax, jnp = jax_on_gpu()
     x = jnp.arange(12, dtype=jnp.float32).reshape(3, 4)
     v = ap.view(x)
     check_view(v, x.unsafe_buffer_pointer(), (3, 4), (16, 4), "float32")
     np.testing.assert_array_equal(v.get(), np.asarray(x))
+    assert _core._acquire_protocol(x) == "dlpack"
+
+
+def test_jax_arrays_are_ready_when_viewed():
+    # JAX queues work asynchronously. Told the consumer's stream, its __dlpack__ orders the
+    # computation before it, so a view read there sees the result, never the buffer's earlier
+    # bytes. (JAX's __cuda_array_interface__, version 2, waits for nothing: taken first, this
+    # test read 19% of the elements stale.)
+    jax, jnp = jax_on_gpu()
+    m = jax.random.normal(jax.random.PRNGKey(0), (4096, 4096), dtype=jnp.float32) * 1e-2
+    m.block_until_ready()
+    y = m
+    for _ in range(24):
+        y = jnp.tanh(y @ m)  # ~3 TFLOP queued behind the call
+    s = ap.cuda.Stream()
+    v = ap.view(y, stream=s)
+    got = v.get(stream=s)
+    np.testing.assert_allclose(got, np.asarray(y), rtol=1e-6, atol=1e-6)
 
 
 def test_numba_device_arrays():

@@ -140,27 +140,37 @@ def test_the_kernel_runs_on_the_stream_python_made_current(scale):
 
 
 @needs_gpu
-def test_the_kernel_waits_for_cupys_current_stream(scale):
-    # CuPy fills the array on its current stream A, behind ~100 ms of other work; the kernel runs
-    # on arrayport's stream B. The typed parameter orders A before B (an event, no host wait):
-    # without that the kernel would scale zeros and the fill would land afterwards (2.0, not 6.0).
+@pytest.mark.parametrize("producer", ["cupy", "torch"])
+def test_the_kernel_waits_for_the_producers_current_stream(scale, producer):
+    # The producer fills the array on its current stream A, behind ~100 ms of other work; the
+    # kernel runs on arrayport's stream B. The typed parameter orders A before B (an event, no
+    # host wait): without that the kernel would scale zeros and the fill would land afterwards.
     _, f = scale
-    cupy = pytest.importorskip("cupy")
     torch = pytest.importorskip("torch")
-    c = cupy.zeros(1 << 20, dtype=cupy.float32)
-    cupy.cuda.Device().synchronize()
-    a = cupy.cuda.Stream(non_blocking=True)
+    n = 1 << 20
+    if producer == "cupy":
+        cupy = pytest.importorskip("cupy")
+        x = cupy.zeros(n, dtype=cupy.float32)
+        a = cupy.cuda.Stream(non_blocking=True)
+        a_handle, make_current, done = a.ptr, a, lambda: a.done
+        read = lambda: cupy.asnumpy(x)  # noqa: E731
+    else:
+        x = torch.zeros(n, device="cuda")
+        a = torch.cuda.Stream()
+        a_handle, make_current, done = a.cuda_stream, torch.cuda.stream(a), a.query
+        read = lambda: x.cpu().numpy()  # noqa: E731
+    torch.cuda.synchronize()
     b = ap.cuda.Stream()
-    with a:
-        with torch.cuda.stream(torch.cuda.ExternalStream(a.ptr, device="cuda:0")):
+    with make_current:
+        with torch.cuda.stream(torch.cuda.ExternalStream(a_handle, device="cuda:0")):
             torch.cuda._sleep(200_000_000)
-        c.fill(2.0)
+        x.fill(2.0) if producer == "cupy" else x.fill_(2.0)
         with b:
-            f(c, 3.0)
-    assert a.done is False, "the call must not have waited for CuPy's stream"
+            f(x, 3.0)
+    assert done() is False, "the call must not have waited for the producer's stream"
     b.synchronize()
-    got = cupy.asnumpy(c)
-    assert got[0] == 6.0 and got[-1] == 6.0 and float(got.sum()) == 6.0 * (1 << 20)
+    got = read()
+    assert got[0] == 6.0 and got[-1] == 6.0 and float(got.sum()) == 6.0 * n
 
 
 @needs_gpu

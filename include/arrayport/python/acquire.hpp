@@ -1463,6 +1463,69 @@ inline bool cupy_typed_view(PyObject* obj, arrayport::view<T, Rank, Space>& out)
   }
 }
 
+// A producer with the DLPack C exchange API (PyTorch): its non-owning DLTensor straight into the
+// view, as detail_access::from_exchange reads it for a call-scoped argument. Host memory for a
+// device view (it may be pinned: CUDA is asked there), and a producer stream other than the
+// consumer's, are left to acquire().
+template <class T, std::size_t Rank, class Space>
+inline bool exchange_typed_view(PyObject* obj, arrayport::view<T, Rank, Space>& out) noexcept {
+  using index_type = typename arrayport::view<T, Rank, Space>::index_type;
+  constexpr arrayport::dtype expected = dtype_of<std::remove_cv_t<T>>;
+  constexpr std::size_t n = Rank > 0 ? Rank : 1;
+  const dl_exchange_api* api = nullptr;
+  try {
+    api = lookup_type(Py_TYPE(obj)).exchange;
+  } catch (...) {
+    return false;
+  }
+  if (!api || !api->dltensor_from_py_object_no_sync) return false;
+  arrayport_dl_tensor_t t{};
+  if (api->dltensor_from_py_object_no_sync(obj, &t) != 0) {
+    PyErr_Clear();  // acquire() asks again and reports it
+    return false;
+  }
+  memory_kind kind;
+  switch (t.device.device_type) {
+    case ARRAYPORT_DEVICE_CPU: kind = memory_kind::host; break;
+    case ARRAYPORT_DEVICE_CUDA: kind = memory_kind::device; break;
+    case ARRAYPORT_DEVICE_CUDA_HOST: kind = memory_kind::pinned; break;
+    case ARRAYPORT_DEVICE_CUDA_MANAGED: kind = memory_kind::managed; break;
+    default: return false;
+  }
+  if (t.ndim != static_cast<int>(Rank) || arrayport::dtype::from_c(t.dtype) != expected ||
+      !Space::accepts(kind) || (Rank > 0 && !t.shape))
+    return false;
+  constexpr auto itemsize = static_cast<std::int64_t>(expected.itemsize());
+  index_type shape[n] = {}, strides[n] = {};
+  bool empty = false;
+  std::int64_t count = 1;
+  for (std::size_t r = 0; r != Rank; ++r) {
+    if (t.shape[r] < 0) return false;
+    shape[r] = t.shape[r];
+    empty = empty || t.shape[r] == 0;
+    if (__builtin_mul_overflow(count, static_cast<std::int64_t>(t.shape[r]), &count)) return false;
+  }
+  if (t.strides) {
+    for (std::size_t r = 0; r != Rank; ++r) strides[r] = t.strides[r];
+  } else if (!compact_strides(shape, static_cast<int>(Rank), strides)) {
+    return false;
+  }
+  std::uintptr_t address = 0;
+  if (t.data && __builtin_add_overflow(reinterpret_cast<std::uintptr_t>(t.data), t.byte_offset, &address))
+    return false;
+  if (!empty && (!address || !spans_fit(shape, strides, static_cast<int>(Rank), itemsize))) return false;
+  if (kind == memory_kind::device || kind == memory_kind::managed) {
+    void* producer = nullptr;
+    if (api->current_work_stream(ARRAYPORT_DEVICE_CUDA, t.device.device_id, &producer) != 0) {
+      PyErr_Clear();
+      return false;
+    }
+    if (static_cast<stream_handle>(producer) != current_stream()) return false;
+  }
+  out = arrayport::view<T, Rank, Space>(reinterpret_cast<T*>(address), shape, strides);
+  return true;
+}
+
 template <class T, std::size_t Rank, class Space>
 inline bool typed_view_fast(PyObject* obj, arrayport::view<T, Rank, Space>& out) noexcept {
   using U = std::remove_cv_t<T>;
@@ -1489,7 +1552,8 @@ inline bool typed_view_fast(PyObject* obj, arrayport::view<T, Rank, Space>& out)
     return true;
   }
   if (type == cupy().array_type && type) return cupy_typed_view(obj, out);
-  if (!Space::accepts(memory_kind::host) || type != numpy_exact_type() || !type) return false;
+  if (type != numpy_exact_type() || !type) return exchange_typed_view(obj, out);
+  if (!Space::accepts(memory_kind::host)) return false;
   // The fields from_numpy reads, with the checks from_numpy, check_geometry and
   // check_constraints make of them.
   const auto* a = reinterpret_cast<const numpy_array_fields*>(obj);
