@@ -850,8 +850,7 @@ struct detail_access {
   // (nothing taken, no error set) for what the struct path does not describe: a layout that did
   // not check out, a dtype arrayport has no name for, strides that are not whole items.
   template <class Consumer>
-  static bool from_cupy(acquired& a, const constraints& c, PyObject* obj, Consumer consumer,
-                        bool sync) {
+  static bool from_cupy(acquired& a, PyObject* obj, Consumer consumer, bool sync) {
     if (!detail::cupy_layout_checked(obj)) return false;
     const detail::cupy_layout& layout = detail::cupy();
     const auto* f = reinterpret_cast<const detail::cupy_array_fields*>(obj);
@@ -1295,7 +1294,7 @@ inline acquired acquire(PyObject* obj, const constraints& c, const acquire_optio
   } else if (offered & protocol_exchange) {
     detail_access::from_exchange(a, c, obj, *type.exchange, consumer(), o.sync, o.call_scoped);
     a.m_protocol = protocol_exchange;
-  } else if ((offered & protocol_cupy) && detail_access::from_cupy(a, c, obj, consumer, o.sync)) {
+  } else if ((offered & protocol_cupy) && detail_access::from_cupy(a, obj, consumer, o.sync)) {
     a.m_protocol = protocol_cupy;
   } else {
     std::uint32_t rest = offered & ~protocol_cupy;
