@@ -1412,14 +1412,8 @@ struct typed_constraints {
 
 namespace detail {
 
-// ---- the typed parameters' fast path ---------------------------------------------------------
+// ---- the typed parameters' helpers for CuPy and exchange-API producers ----------------------
 //
-// A function argument (call-scoped: the caller holds the object until the call returns) that is
-// an exact arrayport.Array or numpy.ndarray and meets every constraint of view<T, Rank, Space>
-// becomes the view straight from the object's struct: no holder, no reference taken, no type
-// cache walk, no current stream. Anything else -- another producer, a subclass, a violated
-// constraint, geometry the general path would refuse or refine (host memory for a device view
-// may be pinned: CUDA is asked there) -- returns false, and acquire() decides, with its messages.
 // The struct read of detail_access::from_cupy for a typed parameter. A view that may be a host
 // one needs CUDA to say whether the memory is managed: left to acquire(). So is a CuPy current
 // stream other than the consumer's, which takes an event wait.
@@ -1525,6 +1519,17 @@ inline bool exchange_typed_view(PyObject* obj, arrayport::view<T, Rank, Space>& 
   return true;
 }
 
+// ---- the typed parameters' fast path ---------------------------------------------------------
+//
+// A function argument (call-scoped: the caller holds the object until the call returns) that
+// meets every constraint of view<T, Rank, Space> becomes the view with no holder and no reference
+// taken: an exact arrayport.Array or numpy.ndarray straight from its struct (no type cache walk,
+// no current stream); an exact cupy.ndarray from its struct once acquire() has checked the
+// layout, and a producer with the DLPack C exchange API (PyTorch) through its non-owning tensor,
+// both when the producer's current stream is the consumer's. Anything else -- another producer, a
+// subclass, a violated constraint, streams to order, geometry the general path would refuse or
+// refine (host memory for a device view may be pinned: CUDA is asked there) -- returns false,
+// and acquire() decides, with its messages.
 template <class T, std::size_t Rank, class Space>
 inline bool typed_view_fast(PyObject* obj, arrayport::view<T, Rank, Space>& out) noexcept {
   using U = std::remove_cv_t<T>;
