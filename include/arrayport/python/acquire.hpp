@@ -459,6 +459,20 @@ inline bool cupy_current_stream(stream_handle& out) noexcept {
   return true;
 }
 
+// The fields of a CuPy array both readers (acquire()'s and the typed parameters') take, with the
+// checks both make: a numpy.dtype arrayport names in native byte order (`dt`), a MemoryPointer,
+// as many strides as extents. nullptr for anything else. The layout must have been checked.
+inline const cupy_array_fields* cupy_fields(PyObject* obj, arrayport::dtype& dt) noexcept {
+  const cupy_layout& layout = cupy();
+  const auto* f = reinterpret_cast<const cupy_array_fields*>(obj);
+  if (!PyObject_TypeCheck(f->dtype, layout.dtype_type) || Py_TYPE(f->data) != layout.pointer_type ||
+      f->strides.end - f->strides.begin != f->shape.end - f->shape.begin)
+    return nullptr;
+  const auto* d = reinterpret_cast<const numpy_descr_head*>(f->dtype);
+  if (d->byteorder == '>' || !numpy_dtype(d->type_num, dt)) return nullptr;
+  return f;
+}
+
 inline bool type_has(PyTypeObject* type, const char* attr) noexcept {
   int has = PyObject_HasAttrString(reinterpret_cast<PyObject*>(type), attr);
   return has == 1;
@@ -711,13 +725,20 @@ inline void check_constraints(const constraints& c, PyObject* obj, arrayport_vie
 
 // ---- DLPack tensors (from __dlpack__ capsules and the exchange API) --------------------------
 
-inline memory_kind kind_of_dl_device(const constraints& c, PyObject* obj, arrayport_device_t d) {
+// The memory kind of a DLPack device type arrayport takes; false for the others.
+inline bool dl_device_kind(arrayport_device_t d, memory_kind& out) noexcept {
   switch (d.device_type) {
-    case ARRAYPORT_DEVICE_CPU: return memory_kind::host;
-    case ARRAYPORT_DEVICE_CUDA: return memory_kind::device;
-    case ARRAYPORT_DEVICE_CUDA_HOST: return memory_kind::pinned;
-    case ARRAYPORT_DEVICE_CUDA_MANAGED: return memory_kind::managed;
+    case ARRAYPORT_DEVICE_CPU: out = memory_kind::host; return true;
+    case ARRAYPORT_DEVICE_CUDA: out = memory_kind::device; return true;
+    case ARRAYPORT_DEVICE_CUDA_HOST: out = memory_kind::pinned; return true;
+    case ARRAYPORT_DEVICE_CUDA_MANAGED: out = memory_kind::managed; return true;
   }
+  return false;
+}
+
+inline memory_kind kind_of_dl_device(const constraints& c, PyObject* obj, arrayport_device_t d) {
+  memory_kind kind;
+  if (dl_device_kind(d, kind)) return kind;
   fail_value(c, obj, "unsupported DLPack device type " + std::to_string(d.device_type) +
                          ": expected kDLCPU (1), kDLCUDA (2), kDLCUDAHost (3) or kDLCUDAManaged (13)");
 }
@@ -852,16 +873,10 @@ struct detail_access {
   template <class Consumer>
   static bool from_cupy(acquired& a, PyObject* obj, Consumer consumer, bool sync) {
     if (!detail::cupy_layout_checked(obj)) return false;
-    const detail::cupy_layout& layout = detail::cupy();
-    const auto* f = reinterpret_cast<const detail::cupy_array_fields*>(obj);
     arrayport::dtype dt;
-    if (!PyObject_TypeCheck(f->dtype, layout.dtype_type) || Py_TYPE(f->data) != layout.pointer_type)
-      return false;
-    const auto* d = reinterpret_cast<const detail::numpy_descr_head*>(f->dtype);
-    const Py_ssize_t nd = f->shape.end - f->shape.begin;
-    if (d->byteorder == '>' || !detail::numpy_dtype(d->type_num, dt) || nd > ARRAYPORT_MAX_NDIM ||
-        f->strides.end - f->strides.begin != nd)
-      return false;
+    const detail::cupy_array_fields* f = detail::cupy_fields(obj, dt);
+    const Py_ssize_t nd = f ? f->shape.end - f->shape.begin : 0;
+    if (!f || nd > ARRAYPORT_MAX_NDIM) return false;
     const auto itemsize = static_cast<Py_ssize_t>(dt.itemsize());
     for (Py_ssize_t i = 0; i < nd; ++i)
       if (f->strides.begin[i] % itemsize != 0) return false;
@@ -1412,6 +1427,28 @@ struct typed_constraints {
 
 namespace detail {
 
+// The shape and strides (in items) of a typed view of Rank axes, from a producer's extents and
+// strides (in units of `unit` bytes: the itemsize for byte strides, 1 for item strides), with the
+// checks check_geometry makes: false for a negative extent, a stride that is not a whole number
+// of items, more than 2^63 elements, or a non-empty array at NULL or reaching past 2^63 bytes.
+template <std::size_t Rank, class Extent, class Stride>
+inline bool typed_geometry(const Extent* extents, const Stride* in_strides, std::int64_t unit,
+                           const void* data, std::int64_t itemsize, std::int64_t* shape,
+                           std::int64_t* strides) noexcept {
+  bool empty = false;
+  std::int64_t count = 1;
+  for (std::size_t r = 0; r != Rank; ++r) {
+    const auto extent = static_cast<std::int64_t>(extents[r]);
+    const auto stride = static_cast<std::int64_t>(in_strides[r]);
+    if (extent < 0 || stride % unit != 0) return false;
+    shape[r] = extent;
+    strides[r] = stride / unit;
+    empty = empty || extent == 0;
+    if (__builtin_mul_overflow(count, extent, &count)) return false;
+  }
+  return empty || (data && spans_fit(shape, strides, static_cast<int>(Rank), itemsize));
+}
+
 // ---- the typed parameters' helpers for CuPy and exchange-API producers ----------------------
 //
 // The struct read of detail_access::from_cupy for a typed parameter. A view that may be a host
@@ -1425,29 +1462,15 @@ inline bool cupy_typed_view(PyObject* obj, arrayport::view<T, Rank, Space>& out)
   if constexpr (std::is_same_v<Space, host_space>) {
     return false;
   } else {
-    const cupy_layout& layout = cupy();
-    const auto* f = reinterpret_cast<const cupy_array_fields*>(obj);
-    if (!PyObject_TypeCheck(f->dtype, layout.dtype_type) || Py_TYPE(f->data) != layout.pointer_type ||
-        f->shape.end - f->shape.begin != static_cast<Py_ssize_t>(Rank) ||
-        f->strides.end - f->strides.begin != static_cast<Py_ssize_t>(Rank))
-      return false;
-    const auto* d = reinterpret_cast<const numpy_descr_head*>(f->dtype);
     arrayport::dtype dt;
-    if (d->byteorder == '>' || !numpy_dtype(d->type_num, dt) || dt != expected) return false;
-    constexpr auto itemsize = static_cast<Py_ssize_t>(expected.itemsize());
-    index_type shape[n] = {}, strides[n] = {};
-    bool empty = false;
-    std::int64_t count = 1;
-    for (std::size_t r = 0; r != Rank; ++r) {
-      const Py_ssize_t extent = f->shape.begin[r], stride = f->strides.begin[r];
-      if (extent < 0 || stride % itemsize != 0) return false;
-      shape[r] = extent;
-      strides[r] = stride / itemsize;
-      empty = empty || extent == 0;
-      if (__builtin_mul_overflow(count, static_cast<std::int64_t>(extent), &count)) return false;
-    }
+    const cupy_array_fields* f = cupy_fields(obj, dt);
+    if (!f || dt != expected || f->shape.end - f->shape.begin != static_cast<Py_ssize_t>(Rank))
+      return false;
     const auto* p = reinterpret_cast<const cupy_pointer_fields*>(f->data);
-    if (!empty && (!p->ptr || !spans_fit(shape, strides, static_cast<int>(Rank), itemsize)))
+    constexpr auto itemsize = static_cast<std::int64_t>(expected.itemsize());
+    index_type shape[n] = {}, strides[n] = {};
+    if (!typed_geometry<Rank>(f->shape.begin, f->strides.begin, itemsize,
+                              reinterpret_cast<const void*>(p->ptr), itemsize, shape, strides))
       return false;
     stream_handle producer = nullptr;
     if (!cupy_current_stream(producer) || producer != current_stream()) return false;
@@ -1478,35 +1501,18 @@ inline bool exchange_typed_view(PyObject* obj, arrayport::view<T, Rank, Space>& 
     return false;
   }
   memory_kind kind;
-  switch (t.device.device_type) {
-    case ARRAYPORT_DEVICE_CPU: kind = memory_kind::host; break;
-    case ARRAYPORT_DEVICE_CUDA: kind = memory_kind::device; break;
-    case ARRAYPORT_DEVICE_CUDA_HOST: kind = memory_kind::pinned; break;
-    case ARRAYPORT_DEVICE_CUDA_MANAGED: kind = memory_kind::managed; break;
-    default: return false;
-  }
-  if (t.ndim != static_cast<int>(Rank) || arrayport::dtype::from_c(t.dtype) != expected ||
-      !Space::accepts(kind) || (Rank > 0 && !t.shape))
+  if (!dl_device_kind(t.device, kind) || t.ndim != static_cast<int>(Rank) ||
+      arrayport::dtype::from_c(t.dtype) != expected || !Space::accepts(kind) ||
+      (Rank > 0 && !t.shape))
     return false;
-  constexpr auto itemsize = static_cast<std::int64_t>(expected.itemsize());
-  index_type shape[n] = {}, strides[n] = {};
-  bool empty = false;
-  std::int64_t count = 1;
-  for (std::size_t r = 0; r != Rank; ++r) {
-    if (t.shape[r] < 0) return false;
-    shape[r] = t.shape[r];
-    empty = empty || t.shape[r] == 0;
-    if (__builtin_mul_overflow(count, static_cast<std::int64_t>(t.shape[r]), &count)) return false;
-  }
-  if (t.strides) {
-    for (std::size_t r = 0; r != Rank; ++r) strides[r] = t.strides[r];
-  } else if (!compact_strides(shape, static_cast<int>(Rank), strides)) {
-    return false;
-  }
+  index_type shape[n] = {}, strides[n] = {}, compact[n] = {};
+  if (!t.strides && !compact_strides(t.shape, static_cast<int>(Rank), compact)) return false;
   std::uintptr_t address = 0;
   if (t.data && __builtin_add_overflow(reinterpret_cast<std::uintptr_t>(t.data), t.byte_offset, &address))
     return false;
-  if (!empty && (!address || !spans_fit(shape, strides, static_cast<int>(Rank), itemsize))) return false;
+  if (!typed_geometry<Rank>(t.shape, t.strides ? t.strides : compact, 1,
+                            reinterpret_cast<const void*>(address), expected.itemsize(), shape, strides))
+    return false;
   if (kind == memory_kind::device || kind == memory_kind::managed) {
     void* producer = nullptr;
     if (api->current_work_stream(ARRAYPORT_DEVICE_CUDA, t.device.device_id, &producer) != 0) {
@@ -1567,18 +1573,8 @@ inline bool typed_view_fast(PyObject* obj, arrayport::view<T, Rank, Space>& out)
       !numpy_dtype(d->type_num, dt) || dt != expected ||
       (writes && (a->flags & numpy_writeable) == 0))
     return false;
-  constexpr auto itemsize = static_cast<Py_ssize_t>(expected.itemsize());
-  bool empty = false;
-  std::int64_t count = 1;
-  for (std::size_t r = 0; r != Rank; ++r) {
-    const Py_ssize_t extent = a->dimensions[r], stride = a->strides[r];
-    if (extent < 0 || stride % itemsize != 0) return false;
-    shape[r] = extent;
-    strides[r] = stride / itemsize;
-    empty = empty || extent == 0;
-    if (__builtin_mul_overflow(count, static_cast<std::int64_t>(extent), &count)) return false;
-  }
-  if (!empty && (!a->data || !spans_fit(shape, strides, static_cast<int>(Rank), itemsize)))
+  constexpr auto itemsize = static_cast<std::int64_t>(expected.itemsize());
+  if (!typed_geometry<Rank>(a->dimensions, a->strides, itemsize, a->data, itemsize, shape, strides))
     return false;
   out = arrayport::view<T, Rank, Space>(reinterpret_cast<T*>(a->data), shape, strides);
   return true;
