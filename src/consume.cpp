@@ -52,12 +52,14 @@ const char* protocol_name(std::uint32_t p) {
 }
 
 python::acquired acquire_for_python(nb::handle obj, stream_handle stream, bool sync,
-                                    std::uint32_t protocols, bool call_scoped) {
+                                    std::uint32_t protocols, bool call_scoped,
+                                    bool reads_only = false) {
   python::acquire_options o;
   o.stream = stream;
   o.stream_given = true;
   o.sync = sync;
   o.call_scoped = call_scoped;
+  o.reads_only = reads_only;
   o.protocols = protocols;
   python::constraints c;
   c.name = "obj";
@@ -197,10 +199,10 @@ arrayport_python_api_t g_api{};
 
 nb::object view_foreign(PyObject* obj, stream_handle stream) {
   // Every protocol but the buffer protocol, which the caller has tried (CuPy refuses it for
-  // device memory); the view lives only for the caller's call.
+  // device memory); the view lives only for the caller's call, which reads it (a copy's source).
   constexpr std::uint32_t protocols = python::protocol_all & ~python::protocol_buffer;
   try {
-    return array_holding(acquire_for_python(obj, stream, true, protocols, true));
+    return array_holding(acquire_for_python(obj, stream, true, protocols, true, true));
   } catch (const python::not_an_array&) {
     return nb::object();
   }
@@ -247,12 +249,13 @@ void register_consume(nb::module_& m) {
         "ordered before `stream` (default: the current stream) unless sync=False. protocol= "
         "forces one exchange protocol: 'array', 'exchange', 'buffer', 'dlpack', 'cai' or 'cupy' "
         "(a CuPy ndarray read from its struct, ordered as __dlpack__ orders).");
-  m.def("_acquire_protocol", [](nb::handle obj, nb::handle protocol) {
-          python::acquired a =
-              acquire_for_python(obj, parse_stream(nb::none()), true, parse_protocol(protocol), true);
+  m.def("_acquire_protocol", [](nb::handle obj, nb::handle protocol, bool reads_only) {
+          python::acquired a = acquire_for_python(obj, parse_stream(nb::none()), true,
+                                                  parse_protocol(protocol), true, reads_only);
           return std::string(protocol_name(a.protocol_used()));
-        }, "obj"_a, "protocol"_a = nb::none(),
-        "The protocol the bridge picks for obj, acquiring and releasing it once (for tests).");
+        }, "obj"_a, "protocol"_a = nb::none(), "reads_only"_a = false,
+        "The protocol the bridge picks for obj as a function argument (reads_only: one the "
+        "callee only reads), acquiring and releasing it once (for tests).");
 }
 
 }  // namespace arrayport::ext

@@ -26,6 +26,7 @@ class arg {
     try {
       python::acquire_options o;
       o.call_scoped = true;
+      o.reads_only = std::is_const_v<T>;
       m_held = python::acquire(obj, python::typed_constraints<T, Rank, Space>::make(m_name), o);
       m_view = m_held.template as<T, Rank, Space>(m_name);
       return true;

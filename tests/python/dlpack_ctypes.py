@@ -142,3 +142,35 @@ class DLPackOnly:
 
     def __dlpack_device__(self):
         return self.x.__dlpack_device__()
+
+
+class FakeJax:
+    """Stands in for jaxlib._jax.ArrayImpl (the bridge knows the type by that name): __dlpack__
+    over a Producer, and a version 2 interface (no stream, read-only) at another address, so the
+    test sees which one served. `ready` is what is_ready() answers."""
+
+    def __init__(self, ready=True, interface=True):
+        self.p = Producer(dtype=(2, 32, 1))
+        self.ready, self.interface, self.asked = ready, interface, 0
+
+    def is_ready(self):
+        self.asked += 1
+        if self.ready is None:
+            raise RuntimeError("Array has been deleted.")
+        return self.ready
+
+    @property
+    def __cuda_array_interface__(self):
+        if not self.interface:  # JAX's CPU arrays, bfloat16
+            raise AttributeError("__cuda_array_interface__ is only defined for GPU buffers.")
+        return {"shape": (4,), "typestr": "<f4", "data": (0x40000, True), "version": 2}
+
+    def __dlpack__(self, **kw):
+        return self.p.__dlpack__(**kw)
+
+    def __dlpack_device__(self):
+        return self.p.__dlpack_device__()
+
+
+def fake_jax_type():
+    return type("ArrayImpl", (FakeJax,), {"__module__": "jaxlib._jax"})  # a fresh cache entry

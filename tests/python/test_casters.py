@@ -13,6 +13,7 @@ import pytest
 
 import arrayport as ap
 from conftest import REPO, cmake_build, example_requirements, needs_gpu
+from dlpack_ctypes import fake_jax_type
 
 TYPED = {  # name: (dtype, rank, writable, space)
     "f32_1d": ("float32", 1, True, "any"),
@@ -167,6 +168,33 @@ def test_typed_parameter_on_torch_sees_what_the_general_path_sees(mod, name):
         compare_with_general_path(mod, name, x, label)
 
 
+def jax_inputs():
+    jax = pytest.importorskip("jax")
+    jnp = pytest.importorskip("jax.numpy")
+    if jax.default_backend() != "gpu":
+        pytest.skip("JAX has no GPU backend here")
+    base = jnp.arange(24, dtype=jnp.float32)
+    out = {
+        "f32": base, "f32 2d": base.reshape(4, 6), "f32 empty": base[:0],
+        "i32 0d": jnp.array(7, dtype=jnp.int32), "bool": jnp.array([True, False, True]),
+        "f16": jnp.zeros(4, dtype=jnp.float16), "bf16": jnp.zeros(4, dtype=jnp.bfloat16),
+    }
+    for x in out.values():
+        x.block_until_ready()
+    return out
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", sorted(TYPED))
+def test_typed_parameter_on_jax_sees_what_the_general_path_sees(mod, name):
+    # Ready JAX arrays reach const parameters through JAX's interface, the rest (and the untyped
+    # strided_view the comparison uses) through __dlpack__: the same memory either way.
+    for label, x in jax_inputs().items():
+        compare_with_general_path(mod, name, x, label)
+        if TYPED[name][2] is False and label == "f32":
+            assert mod.cf32_1d(x)[0] == x.unsafe_buffer_pointer()
+
+
 @needs_gpu
 def test_cupy_through_the_fast_path_takes_and_leaks_no_reference(mod):
     cupy = pytest.importorskip("cupy")
@@ -201,3 +229,20 @@ def test_writes_through_the_fast_path_are_seen(mod):
     assert ptr == x.ctypes.data and shape == [3] and strides == [2]
     a = ap.zeros((6,), "float32")
     assert mod.f32_1d(a)[0] == a.ptr
+
+
+def test_ready_jax_arrays_reach_const_parameters_through_their_interface(mod):
+    # A const view only reads: a ready JAX array's read-only interface serves (0x40000 here); a
+    # writable view or an untyped strided_view (which may be taken writable) gets __dlpack__.
+    ArrayImpl = fake_jax_type()
+    x = ArrayImpl()
+    refs = sys.getrefcount(x)
+    for _ in range(3):  # the first call meets the type; later ones may take the typed fast path
+        assert tuple(mod.cf32_1d(x)) == (0x40000, [4], [1])
+        assert tuple(mod.device_cf32_1d(x)) == (0x40000, [4], [1])
+    assert sys.getrefcount(x) == refs
+    assert x.p.exported == 0
+    assert mod.f32_1d(x)[0] == x.p.data
+    assert mod.strided(x)[0] == x.p.data
+    assert mod.cf32_1d(ArrayImpl(ready=False))[0] != 0x40000  # pending: DLPack orders it
+

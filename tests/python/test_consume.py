@@ -12,7 +12,7 @@ import pytest
 
 import arrayport as ap
 from arrayport import _core
-from dlpack_ctypes import DLPackOnly, Producer
+from dlpack_ctypes import DLPackOnly, FakeJax, Producer, fake_jax_type
 
 DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
           "float16", "float32", "float64", "complex64", "complex128"]
@@ -352,6 +352,32 @@ def test_dlpack_strides_that_overflow_fall_back_to_the_cuda_array_interface():
     assert (obj.p.exported, obj.p.deleted) == (1, 1)  # the refused tensor was given back
     with pytest.raises(ValueError, match=r"more than 2\^63 bytes"):
         _core.view(obj, protocol="dlpack")  # no other protocol allowed: the error stands
+
+
+def test_ready_jax_arrays_read_only_as_arguments_come_through_their_interface():
+    ArrayImpl = fake_jax_type()
+    x = ArrayImpl()
+    assert _core._acquire_protocol(x, reads_only=True) == "cai"
+    assert (x.asked, x.p.exported) == (1, 0)  # no DLPack tensor made
+    # A view that may be written or kept takes __dlpack__, whose capsule holds JAX's reference.
+    assert _core._acquire_protocol(x) == "dlpack"
+    assert _core.view(x).ptr == x.p.data
+    assert x.asked == 1  # readiness is asked only where the interface may serve
+    # Pending: the DLPack stream handshake orders the computation; no interface: DLPack too.
+    for pending in (ArrayImpl(ready=False), ArrayImpl(interface=False)):
+        assert _core._acquire_protocol(pending, reads_only=True) == "dlpack"
+        gc.collect()
+        assert (pending.asked, pending.p.exported, pending.p.deleted) == (1, 1, 1)
+    # Deleted: __dlpack__'s own error is the one raised.
+    deleted = ArrayImpl(ready=None)
+    deleted.__dlpack__ = None
+    with pytest.raises(TypeError):
+        _core._acquire_protocol(deleted, reads_only=True)
+    # Only the type of that name is trusted to mean it: another class with the same methods
+    # goes through __dlpack__ as ever.
+    other = FakeJax()
+    assert _core._acquire_protocol(other, reads_only=True) == "dlpack"
+    assert other.asked == 0
 
 
 def test_cai_pytorch_v2_is_accepted():

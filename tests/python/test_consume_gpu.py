@@ -192,7 +192,11 @@ def test_jax_arrays():
     v = ap.view(x)
     check_view(v, x.unsafe_buffer_pointer(), (3, 4), (16, 4), "float32")
     np.testing.assert_array_equal(v.get(), np.asarray(x))
+    x.block_until_ready()
     assert _core._acquire_protocol(x) == "dlpack"
+    # Ready, and only read by a call (a const parameter, an op's input): JAX's interface.
+    assert _core._acquire_protocol(x, reads_only=True) == "cai"
+    np.testing.assert_array_equal(ap.ops.add(x, 0.0).get(), np.asarray(x))
 
 
 def test_jax_arrays_are_ready_when_viewed():
@@ -210,6 +214,25 @@ def test_jax_arrays_are_ready_when_viewed():
     v = ap.view(y, stream=s)
     got = v.get(stream=s)
     np.testing.assert_allclose(got, np.asarray(y), rtol=1e-6, atol=1e-6)
+    # An op's input is read-only and call-scoped: a pending JAX array still takes __dlpack__
+    # (ordered on the op's stream), a ready one its interface; both read the finished result.
+    z = m
+    for _ in range(24):
+        z = jnp.tanh(z @ m)
+    pending = not z.is_ready()
+    protocol = _core._acquire_protocol(z, reads_only=True)
+    if pending and not z.is_ready():
+        assert protocol == "dlpack"
+    z2 = jnp.tanh(z @ m)
+    with s:
+        copied = ap.ops.add(z2, 0.0)  # queued behind JAX's matmul: the op must wait for it
+    expected = np.asarray(z2)
+    np.testing.assert_allclose(copied.get(stream=s), expected, rtol=1e-6, atol=1e-6)
+    z2.block_until_ready()
+    assert _core._acquire_protocol(z2, reads_only=True) == "cai"
+    with s:
+        again = ap.ops.add(z2, 0.0)
+    np.testing.assert_allclose(again.get(stream=s), expected, rtol=1e-6, atol=1e-6)
 
 
 def test_numba_device_arrays():

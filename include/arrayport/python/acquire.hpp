@@ -8,7 +8,8 @@
 //   4. __dlpack__ (versioned first, legacy on TypeError);
 //   5. __cuda_array_interface__ (v3, and PyTorch's v2).
 // CuPy's ndarray is read from its struct, before the buffer protocol, with __dlpack__'s stream
-// semantics (see "CuPy arrays" below): "cupy" among the protocols.
+// semantics (see "CuPy arrays" below): "cupy" among the protocols. A JAX array that is ready,
+// passed to a read-only parameter, comes through its __cuda_array_interface__ (see "JAX arrays").
 // The view stays valid, and the producer alive, for as long as the `acquired` lives. Every
 // violation of the caller's constraints is a type_error / value_error / buffer_error naming the
 // argument, what was expected and what came.
@@ -94,6 +95,10 @@ struct acquire_options {
   /// true: the view is used only until control returns to Python (a function call's argument);
   /// lets the exchange API skip building an owning tensor. false: the view may be kept.
   bool call_scoped = false;
+  /// true: the consumer only reads through the view (a const view parameter, an op's input), so
+  /// an immutable producer's read-only export may serve: a ready JAX array, call-scoped, comes
+  /// through its __cuda_array_interface__ instead of __dlpack__ (see "JAX arrays").
+  bool reads_only = false;
   std::uint32_t protocols = protocol_all;  ///< which protocols may be used
 };
 
@@ -201,6 +206,7 @@ struct type_entry {
   std::uint32_t protocols = 0;   // what the type offers
   const dl_exchange_api* exchange = nullptr;
   bool numpy = false;            // numpy.ndarray or a subclass: its struct is read directly
+  bool jax = false;              // jaxlib's ArrayImpl: see "JAX arrays" below
   std::int8_t dlpack_cuda = -1;  // where its last __dlpack__ tensor was: 1 CUDA, 0 host, -1 unknown
   bool dlpack_legacy = false;    // its __dlpack__ takes no max_version (before DLPack 1.0)
 };
@@ -473,6 +479,74 @@ inline const cupy_array_fields* cupy_fields(PyObject* obj, arrayport::dtype& dt)
   return f;
 }
 
+// ---- __cuda_array_interface__'s names, interned once -----------------------------------------
+//
+// Looking the keys up as interned strings costs 40 ns a dict; PyDict_GetItemString's fresh key
+// strings cost 290. nullptr (with the error set) only when interning failed.
+
+enum cai_key { cai_version, cai_mask, cai_shape, cai_typestr, cai_data, cai_strides, cai_stream, cai_keys };
+inline constexpr const char* cai_names[cai_keys] = {"version", "mask", "shape", "typestr",
+                                                   "data", "strides", "stream"};
+inline PyObject* cai_key_object(cai_key k) noexcept {
+  static PyObject* const keys[cai_keys] = {
+      interned(cai_names[0]), interned(cai_names[1]), interned(cai_names[2]), interned(cai_names[3]),
+      interned(cai_names[4]), interned(cai_names[5]), interned(cai_names[6])};
+  return keys[k];
+}
+inline PyObject* cai_attribute() noexcept {
+  static PyObject* const name = interned("__cuda_array_interface__");
+  return name;
+}
+
+// ---- JAX arrays, ready ones through __cuda_array_interface__ --------------------------------
+//
+// JAX's __dlpack__ is Python (jax._src.dlpack) over jaxlib's buffer_to_dlpack_managed_tensor:
+// 3 to 5 us a call with a stream. Its __cuda_array_interface__ is C++ (0.7 us) but version 2:
+// no stream, and it does not wait for the computation that defines the array -- a view of a
+// queued result reads stale memory. Array.is_ready() (0.3 us) says whether that computation is
+// done (the array's ready future, which block_until_ready() awaits). So a function argument
+// (call-scoped: the caller holds the array until the call returns) that the consumer only reads
+// (acquire_options::reads_only: JAX arrays are immutable, and their interface says read-only)
+// and that is ready needs no stream ordering and no DLPack tensor: its interface serves.
+// Anything else -- a pending array, a parameter that may be written (a non-const view, a
+// strided_view, an op's out=), a view that may be kept, no interface (CPU arrays; bfloat16,
+// which the interface does not describe) -- goes through __dlpack__ as before, whose capsule
+// holds JAX's external reference (a kept view blocks donation of the buffer) and orders the
+// consumer's stream.
+inline bool is_jax_array_type(PyTypeObject* type) noexcept {
+  // nanobind gives the type its dotted name; without it, the module says.
+  if (std::strcmp(type->tp_name, "jaxlib._jax.ArrayImpl") == 0) return true;
+  if (std::strcmp(type->tp_name, "ArrayImpl") != 0) return false;
+  PyObject* module = PyObject_GetAttrString(reinterpret_cast<PyObject*>(type), "__module__");
+  const bool jax = module && PyUnicode_Check(module) && PyUnicode_CompareWithASCIIString(module, "jaxlib._jax") == 0;
+  Py_XDECREF(module);
+  PyErr_Clear();
+  return jax;
+}
+
+// jaxlib's ArrayImpl, once describe_type has met it.
+inline PyTypeObject*& jax_array_type() noexcept {
+  static PyTypeObject* type = nullptr;
+  return type;
+}
+
+// A JAX array's interface dict (a new reference) when the array is ready; nullptr with no error
+// set when it is pending, deleted, or has no interface (__dlpack__ serves then, and says what is
+// wrong, if anything).
+inline PyObject* jax_ready_interface(PyObject* obj) noexcept {
+  static PyObject* const is_ready = interned("is_ready");
+  PyObject* ready = is_ready ? PyObject_CallMethodNoArgs(obj, is_ready) : nullptr;
+  const bool done = ready == Py_True;
+  Py_XDECREF(ready);
+  PyObject* d = done && cai_attribute() ? PyObject_GetAttr(obj, cai_attribute()) : nullptr;
+  if (!d || !PyDict_Check(d)) {
+    Py_XDECREF(d);
+    PyErr_Clear();
+    return nullptr;
+  }
+  return d;
+}
+
 inline bool type_has(PyTypeObject* type, const char* attr) noexcept {
   int has = PyObject_HasAttrString(reinterpret_cast<PyObject*>(type), attr);
   return has == 1;
@@ -492,6 +566,11 @@ inline type_entry describe_type(PyTypeObject* type, const arrayport_python_api_t
   if (cupy().state >= 0 && is_cupy_array_type(type)) e.protocols |= protocol_cupy;
   if (type_has(type, "__dlpack__")) e.protocols |= protocol_dlpack;
   if (type_has(type, "__cuda_array_interface__")) e.protocols |= protocol_cai;
+  e.jax = (e.protocols & protocol_cai) && (e.protocols & protocol_dlpack) && is_jax_array_type(type);
+  if (e.jax && !jax_array_type()) {
+    Py_INCREF(type);  // kept for good, as the type cache keeps its types
+    jax_array_type() = type;
+  }
   return e;
 }
 
@@ -1159,10 +1238,25 @@ struct detail_access {
 
   static void from_cai(acquired& a, const constraints& c, PyObject* obj, stream_handle consumer,
                        bool sync) {
-    static PyObject* const cai_name = detail::interned("__cuda_array_interface__");
-    if (!cai_name) throw error_already_set();
-    PyObject* d = PyObject_GetAttr(obj, cai_name);
+    PyObject* name = detail::cai_attribute();
+    PyObject* d = name ? PyObject_GetAttr(obj, name) : nullptr;
     if (!d) throw error_already_set();
+    from_cai_dict(a, c, obj, d, consumer, sync);
+  }
+
+  // A JAX array that is ready, for a read-only call-scoped view, through its interface (see "JAX
+  // arrays"). false, with no error set and `a` untouched, when it is not ready or has no
+  // interface: __dlpack__ serves then.
+  static bool from_jax_ready(acquired& a, const constraints& c, PyObject* obj) {
+    PyObject* d = detail::jax_ready_interface(obj);
+    if (!d) return false;
+    from_cai_dict(a, c, obj, d, nullptr, false);  // ready: nothing to order
+    return true;
+  }
+
+  // Fills the view from an interface dict `d` (a new reference, released here).
+  static void from_cai_dict(acquired& a, const constraints& c, PyObject* obj, PyObject* d,
+                            stream_handle consumer, bool sync) {
     struct dict_ref {
       PyObject* p;
       ~dict_ref() { Py_DECREF(p); }
@@ -1170,10 +1264,13 @@ struct detail_access {
     if (!PyDict_Check(d))
       detail::fail_value(c, obj, "__cuda_array_interface__ is a " + detail::type_name(d) +
                                      ", expected a dict");
-    auto item = [&](const char* key, bool required) -> PyObject* {
-      PyObject* v = PyDict_GetItemString(d, key);  // borrowed
+    auto item = [&](detail::cai_key key, bool required) -> PyObject* {
+      PyObject* k = detail::cai_key_object(key);
+      PyObject* v = k ? PyDict_GetItemWithError(d, k) : nullptr;  // borrowed
+      if (!v && PyErr_Occurred()) throw error_already_set();
       if (!v && required)
-        detail::fail_value(c, obj, std::string("__cuda_array_interface__ has no '") + key + "' key");
+        detail::fail_value(c, obj, std::string("__cuda_array_interface__ has no '") +
+                                       detail::cai_names[key] + "' key");
       return v;
     };
     auto as_int = [&](PyObject* v, const char* what) -> long long {
@@ -1188,16 +1285,16 @@ struct detail_access {
       }
       return x;
     };
-    PyObject* version = item("version", true);
+    PyObject* version = item(detail::cai_version, true);
     const long long ver = as_int(version, "version");
     if (ver < 0 || ver > 3)
       detail::fail_value(c, obj, "unsupported __cuda_array_interface__ version " +
                                      std::to_string(ver) + ": expected 0 to 3");
-    PyObject* mask = item("mask", false);
+    PyObject* mask = item(detail::cai_mask, false);
     if (mask && mask != Py_None)
       detail::fail_value(c, obj, "masked arrays are not supported: expected "
                                  "__cuda_array_interface__['mask'] to be None");
-    PyObject* shape = item("shape", true);
+    PyObject* shape = item(detail::cai_shape, true);
     if (!PyTuple_Check(shape))
       detail::fail_value(c, obj, "__cuda_array_interface__['shape'] is a " + detail::type_name(shape) +
                                      ", expected a tuple of ints");
@@ -1205,7 +1302,7 @@ struct detail_access {
     if (ndim > ARRAYPORT_MAX_NDIM)
       detail::fail_value(c, obj, "expected at most " + std::to_string(ARRAYPORT_MAX_NDIM) +
                                      " dimensions, got " + std::to_string(ndim));
-    PyObject* typestr = item("typestr", true);
+    PyObject* typestr = item(detail::cai_typestr, true);
     if (!PyUnicode_Check(typestr))
       detail::fail_value(c, obj, "__cuda_array_interface__['typestr'] is a " +
                                      detail::type_name(typestr) + ", expected a str");
@@ -1224,7 +1321,7 @@ struct detail_access {
     } catch (const value_error& e) {
       detail::fail_value(c, obj, e.what());
     }
-    PyObject* data = item("data", true);
+    PyObject* data = item(detail::cai_data, true);
     if (!PyTuple_Check(data) || PyTuple_GET_SIZE(data) != 2)
       detail::fail_value(c, obj, "__cuda_array_interface__['data'] must be a tuple (ptr, readonly)");
     const long long ptr = as_int(PyTuple_GET_ITEM(data, 0), "data");
@@ -1233,7 +1330,7 @@ struct detail_access {
                                      ", expected a non-negative pointer");
     const int readonly = PyObject_IsTrue(PyTuple_GET_ITEM(data, 1));
     if (readonly < 0) throw error_already_set();
-    PyObject* strides = item("strides", false);
+    PyObject* strides = item(detail::cai_strides, false);
     if (strides && strides != Py_None && (!PyTuple_Check(strides) || PyTuple_GET_SIZE(strides) != ndim))
       detail::fail_value(c, obj, "__cuda_array_interface__['strides'] must be None or a tuple of " +
                                      std::to_string(ndim) + " ints");
@@ -1266,7 +1363,7 @@ struct detail_access {
     v.memory_kind = static_cast<std::uint32_t>(kind);
     v.device = dlpack_device(kind, info.device < 0 ? 0 : info.device);
 
-    PyObject* stream = item("stream", false);  // v3: where the data is ready; None: no sync needed
+    PyObject* stream = item(detail::cai_stream, false);  // v3: where the data is ready; None: no sync needed
     if (sync && stream && stream != Py_None) {
       const long long s = as_int(stream, "stream");
       if (s == 0)
@@ -1311,6 +1408,9 @@ inline acquired acquire(PyObject* obj, const constraints& c, const acquire_optio
     a.m_protocol = protocol_exchange;
   } else if ((offered & protocol_cupy) && detail_access::from_cupy(a, obj, consumer, o.sync)) {
     a.m_protocol = protocol_cupy;
+  } else if (type.jax && o.call_scoped && o.reads_only && !c.writable && (offered & protocol_cai) &&
+             detail_access::from_jax_ready(a, c, obj)) {
+    a.m_protocol = protocol_cai;
   } else {
     std::uint32_t rest = offered & ~protocol_cupy;
     if (offered & protocol_cupy) {
@@ -1368,9 +1468,10 @@ inline acquired acquire(PyObject* obj, const constraints& c, const acquire_optio
 /// overloads to take.
 class argument {
  public:
-  bool load(PyObject* src, bool convert, const constraints& c) noexcept {
+  bool load(PyObject* src, bool convert, const constraints& c, bool reads_only = false) noexcept {
     acquire_options o;
     o.call_scoped = true;
+    o.reads_only = reads_only;
     try {
       m_held = acquire(src, c, o);
       m_error = nullptr;
@@ -1525,6 +1626,60 @@ inline bool exchange_typed_view(PyObject* obj, arrayport::view<T, Rank, Space>& 
   return true;
 }
 
+// A ready JAX array for a const parameter (see "JAX arrays"): its interface's pointer, extents
+// and typestr straight into the view, without a holder or a reference. The interface describes
+// row-major arrays only and states no strides; anything else it might say (strides, a mask, a
+// typestr other than T's) is left to acquire(). Its memory is the GPU's: device memory, or pinned
+// host memory (JAX's "pinned_host" kind) that the device reaches too -- a host-space view, which
+// needs to know which, is left to acquire(), which asks CUDA.
+template <class T, std::size_t Rank, class Space>
+inline bool jax_typed_view(PyObject* obj, arrayport::view<T, Rank, Space>& out) noexcept {
+  using index_type = typename arrayport::view<T, Rank, Space>::index_type;
+  constexpr arrayport::dtype expected = dtype_of<std::remove_cv_t<T>>;
+  constexpr std::size_t n = Rank > 0 ? Rank : 1;
+  if constexpr (!std::is_const_v<T> || std::is_same_v<Space, host_space> ||
+                expected == dtypes::bfloat16) {
+    return false;
+  } else {
+    const char* expected_typestr = arrayport::detail::typestr_or_null(expected);
+    PyObject* d = expected_typestr ? jax_ready_interface(obj) : nullptr;
+    if (!d) return false;
+    bool ok = false;
+    do {
+      PyObject* shape = PyDict_GetItemWithError(d, cai_key_object(cai_shape));
+      PyObject* typestr = PyDict_GetItemWithError(d, cai_key_object(cai_typestr));
+      PyObject* data = PyDict_GetItemWithError(d, cai_key_object(cai_data));
+      PyObject* strides = PyDict_GetItemWithError(d, cai_key_object(cai_strides));
+      PyObject* mask = PyDict_GetItemWithError(d, cai_key_object(cai_mask));
+      if (!shape || !typestr || !data || (strides && strides != Py_None) || (mask && mask != Py_None) ||
+          !PyTuple_Check(shape) || PyTuple_GET_SIZE(shape) != static_cast<Py_ssize_t>(Rank) ||
+          !PyUnicode_Check(typestr) ||
+          PyUnicode_CompareWithASCIIString(typestr, expected_typestr) != 0 ||
+          !PyTuple_Check(data) || PyTuple_GET_SIZE(data) != 2 || !PyLong_Check(PyTuple_GET_ITEM(data, 0)))
+        break;
+      std::int64_t extents[n] = {};
+      bool read = true;
+      for (std::size_t r = 0; r != Rank && read; ++r) {
+        PyObject* e = PyTuple_GET_ITEM(shape, static_cast<Py_ssize_t>(r));
+        extents[r] = PyLong_Check(e) ? PyLong_AsLongLong(e) : -1;
+        read = extents[r] >= 0;
+      }
+      const auto address = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(data, 0));
+      std::int64_t compact[n] = {};
+      index_type shape_out[n] = {}, strides_out[n] = {};
+      if (!read || PyErr_Occurred() || !compact_strides(extents, static_cast<int>(Rank), compact) ||
+          !typed_geometry<Rank>(extents, compact, 1, reinterpret_cast<const void*>(address),
+                                expected.itemsize(), shape_out, strides_out))
+        break;
+      out = arrayport::view<T, Rank, Space>(reinterpret_cast<T*>(address), shape_out, strides_out);
+      ok = true;
+    } while (false);
+    PyErr_Clear();  // a lookup or conversion that failed: acquire() asks again and says it
+    Py_DECREF(d);
+    return ok;
+  }
+}
+
 // ---- the typed parameters' fast path ---------------------------------------------------------
 //
 // A function argument (call-scoped: the caller holds the object until the call returns) that
@@ -1532,10 +1687,11 @@ inline bool exchange_typed_view(PyObject* obj, arrayport::view<T, Rank, Space>& 
 // taken: an exact arrayport.Array or numpy.ndarray straight from its struct (no type cache walk,
 // no current stream); an exact cupy.ndarray from its struct once acquire() has checked the
 // layout, and a producer with the DLPack C exchange API (PyTorch) through its non-owning tensor,
-// both when the producer's current stream is the consumer's. Anything else -- another producer, a
-// subclass, a violated constraint, streams to order, geometry the general path would refuse or
-// refine (host memory for a device view may be pinned: CUDA is asked there) -- returns false,
-// and acquire() decides, with its messages.
+// both when the producer's current stream is the consumer's; a ready JAX array for a const view
+// through its interface. Anything else -- another producer, a subclass, a violated constraint,
+// streams to order, geometry the general path would refuse or refine (host memory for a device
+// view may be pinned: CUDA is asked there) -- returns false, and acquire() decides, with its
+// messages.
 template <class T, std::size_t Rank, class Space>
 inline bool typed_view_fast(PyObject* obj, arrayport::view<T, Rank, Space>& out) noexcept {
   using U = std::remove_cv_t<T>;
@@ -1562,6 +1718,7 @@ inline bool typed_view_fast(PyObject* obj, arrayport::view<T, Rank, Space>& out)
     return true;
   }
   if (type == cupy().array_type && type) return cupy_typed_view(obj, out);
+  if (type == jax_array_type() && type) return jax_typed_view(obj, out);
   if (type != numpy_exact_type() || !type) return exchange_typed_view(obj, out);
   if (!Space::accepts(memory_kind::host)) return false;
   // The fields from_numpy reads, with the checks from_numpy, check_geometry and

@@ -9,6 +9,7 @@
 #include <arrayport/view.hpp>
 
 #include <cstddef>
+#include <type_traits>
 
 namespace arrayport::python {
 
@@ -19,6 +20,7 @@ struct view_traits;
 template <class T, std::size_t Rank, class Space>
 struct view_traits<arrayport::view<T, Rank, Space>> {
   static constraints make() noexcept { return typed_constraints<T, Rank, Space>::make("array"); }
+  static constexpr bool reads_only = std::is_const_v<T>;  // a const view: the callee only reads
   // The constraints were checked by acquire, so as() does not throw here.
   static arrayport::view<T, Rank, Space> get(const acquired& a) {
     return a.template as<T, Rank, Space>();
@@ -32,6 +34,7 @@ struct view_traits<arrayport::view<T, Rank, Space>> {
 template <>
 struct view_traits<strided_view> {
   static constraints make() noexcept { return {}; }
+  static constexpr bool reads_only = false;  // the callee may take a writable typed view of it
   static strided_view get(const acquired& a) noexcept { return a.view(); }
   static bool fast(PyObject*, strided_view&) noexcept { return false; }  // needs the holder
 };
@@ -46,7 +49,7 @@ class parameter {
   bool load(PyObject* src, bool convert) noexcept {
     // The argument outlives the call, so the fast path takes no reference and no holder.
     if (src && !m_arg.failed() && view_traits<View>::fast(src, m_value)) return true;
-    if (!m_arg.load(src, convert, view_traits<View>::make())) return false;
+    if (!m_arg.load(src, convert, view_traits<View>::make(), view_traits<View>::reads_only)) return false;
     if (!m_arg.failed()) m_value = view_traits<View>::get(m_arg.held());
     return true;
   }
