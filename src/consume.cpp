@@ -199,10 +199,10 @@ arrayport_python_api_t g_api{};
 
 nb::object view_foreign(PyObject* obj, stream_handle stream) {
   // Every protocol but the buffer protocol, which the caller has tried (CuPy refuses it for
-  // device memory); the view lives only for the caller's call, which reads it (a copy's source).
+  // device memory); the view lives only for the caller's call.
   constexpr std::uint32_t protocols = python::protocol_all & ~python::protocol_buffer;
   try {
-    return array_holding(acquire_for_python(obj, stream, true, protocols, true, true));
+    return array_holding(acquire_for_python(obj, stream, true, protocols, true));
   } catch (const python::not_an_array&) {
     return nb::object();
   }

@@ -66,7 +66,7 @@ void write_label(char (&out)[96], const char* op_name, const char* name) {
 // the consume bridge (buffer protocol, DLPack, __cuda_array_interface__), with its checks and
 // messages. The producer's pending work is ordered before the current stream.
 void ops_input(nb::handle obj, const char* op_name, const char* name, input_holder& h,
-               ops_arg& arg, bool allow_scalar = true, bool writes = false) {
+               ops_arg& arg, bool allow_scalar = true) {
   arg.name = name;
   arg.kind = weak_kind::none;
   PyObject* o = obj.ptr();
@@ -93,7 +93,6 @@ void ops_input(nb::handle obj, const char* op_name, const char* name, input_hold
   opts.stream = current_stream().handle;
   opts.stream_given = true;
   opts.call_scoped = true;  // released before the op returns to Python
-  opts.reads_only = !writes;  // an input; out= is written
   try {
     h.held.emplace(python::acquire(o, c, opts));
   } catch (const python::not_an_array&) {
@@ -276,7 +275,7 @@ nb::object elementwise(ops::op_id op, const char* op_name, const nb::handle* obj
   ops_arg args[ops::max_inputs + 1];
   for (int i = 0; i < n; ++i) ops_input(objs[i], op_name, names[i], holders[i], args[i]);
   const bool has_out = !out_obj.is_none();
-  if (has_out) ops_input(out_obj, op_name, "out", holders[n], args[n], /*allow_scalar=*/false, /*writes=*/true);
+  if (has_out) ops_input(out_obj, op_name, "out", holders[n], args[n], /*allow_scalar=*/false);
 
   // Result dtype: where's condition does not take part; astype names it.
   const ops_arg* typed[ops::max_inputs];
@@ -523,7 +522,7 @@ nb::object reduce(ops::reduce_op op, nb::handle x, nb::handle axis, bool keepdim
                      arrayport::detail::describe(args[0].view.dtype()));
   const std::vector<int> axes = parse_axes(axis, args[0].view.ndim(), op_name);
   const bool has_out = !out_obj.is_none();
-  if (has_out) ops_input(out_obj, op_name, "out", hs[1], args[1], /*allow_scalar=*/false, /*writes=*/true);
+  if (has_out) ops_input(out_obj, op_name, "out", hs[1], args[1], /*allow_scalar=*/false);
   const ops::placement where =
       has_out ? ops::place(op_name, {&args[0], &args[1]}) : ops::place(op_name, {&args[0]});
   ops::reduce_call call;
@@ -553,7 +552,7 @@ nb::object dot(nb::handle x, nb::handle y, nb::handle axis, bool keepdims, nb::h
   const std::vector<std::int64_t> full = ops::broadcast_shapes("dot", {&args[0], &args[1]});
   const std::vector<int> axes = parse_axes(axis, static_cast<int>(full.size()), "dot");
   const bool has_out = !out_obj.is_none();
-  if (has_out) ops_input(out_obj, "dot", "out", hs[2], args[2], /*allow_scalar=*/false, /*writes=*/true);
+  if (has_out) ops_input(out_obj, "dot", "out", hs[2], args[2], /*allow_scalar=*/false);
   const ops::placement where = has_out ? ops::place("dot", {&args[0], &args[1], &args[2]})
                                        : ops::place("dot", {&args[0], &args[1]});
   ops::reduce_call call;

@@ -147,11 +147,12 @@ class DLPackOnly:
 class FakeJax:
     """Stands in for jaxlib._jax.ArrayImpl (the bridge knows the type by that name): __dlpack__
     over a Producer, and a version 2 interface (no stream, read-only) at another address, so the
-    test sees which one served. `ready` is what is_ready() answers."""
+    test sees which one served. `ready` is what is_ready() answers. With a GPU, the interface's
+    address must be memory CUDA knows (JAX's is): pageable host memory is refused."""
 
-    def __init__(self, ready=True, interface=True):
+    def __init__(self, ready=True, interface=True, address=0x40000):
         self.p = Producer(dtype=(2, 32, 1))
-        self.ready, self.interface, self.asked = ready, interface, 0
+        self.ready, self.interface, self.address, self.asked = ready, interface, address, 0
 
     def is_ready(self):
         self.asked += 1
@@ -163,7 +164,7 @@ class FakeJax:
     def __cuda_array_interface__(self):
         if not self.interface:  # JAX's CPU arrays, bfloat16
             raise AttributeError("__cuda_array_interface__ is only defined for GPU buffers.")
-        return {"shape": (4,), "typestr": "<f4", "data": (0x40000, True), "version": 2}
+        return {"shape": (4,), "typestr": "<f4", "data": (self.address, True), "version": 2}
 
     def __dlpack__(self, **kw):
         return self.p.__dlpack__(**kw)

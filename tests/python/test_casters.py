@@ -235,14 +235,23 @@ def test_ready_jax_arrays_reach_const_parameters_through_their_interface(mod):
     # A const view only reads: a ready JAX array's read-only interface serves (0x40000 here); a
     # writable view or an untyped strided_view (which may be taken writable) gets __dlpack__.
     ArrayImpl = fake_jax_type()
-    x = ArrayImpl()
+    device = ap.empty((4,), "float32", memory="device") if ap.cuda.is_available() else None
+    address = device.ptr if device is not None else 0x40000  # CUDA must know it, where asked
+    x = ArrayImpl(address=address)
     refs = sys.getrefcount(x)
-    for _ in range(3):  # the first call meets the type; later ones may take the typed fast path
-        assert tuple(mod.cf32_1d(x)) == (0x40000, [4], [1])
-        assert tuple(mod.device_cf32_1d(x)) == (0x40000, [4], [1])
+    for _ in range(3):  # the first call meets the type; later ones take the typed fast path
+        asked = x.asked
+        assert tuple(mod.cf32_1d(x)) == (address, [4], [1])
+        assert tuple(mod.device_cf32_1d(x)) == (address, [4], [1])
+        assert x.asked - asked <= 2  # is_ready() once a call: the fast path did not fall back
+    assert x.asked - asked == 2
     assert sys.getrefcount(x) == refs
     assert x.p.exported == 0
+    if device is not None:  # pageable host memory (JAX's unpinned_host kind): DLPack instead
+        host = ArrayImpl(address=INPUTS["f32"].ctypes.data)
+        assert mod.cf32_1d(host)[0] == host.p.data
     assert mod.f32_1d(x)[0] == x.p.data
     assert mod.strided(x)[0] == x.p.data
-    assert mod.cf32_1d(ArrayImpl(ready=False))[0] != 0x40000  # pending: DLPack orders it
+    pending = ArrayImpl(ready=False, address=address)
+    assert mod.cf32_1d(pending)[0] == pending.p.data  # pending: DLPack orders it
 

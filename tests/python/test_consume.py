@@ -354,9 +354,19 @@ def test_dlpack_strides_that_overflow_fall_back_to_the_cuda_array_interface():
         _core.view(obj, protocol="dlpack")  # no other protocol allowed: the error stands
 
 
+def gpu_address():
+    """Where a stand-in JAX array's interface points: device memory with a GPU (the bridge asks
+    CUDA, and refuses pageable host memory), any address without one."""
+    if ap.cuda.is_available():
+        a = ap.empty((4,), "float32", memory="device")
+        return a.ptr, a
+    return 0x40000, None
+
+
 def test_ready_jax_arrays_read_only_as_arguments_come_through_their_interface():
     ArrayImpl = fake_jax_type()
-    x = ArrayImpl()
+    address, keep = gpu_address()
+    x = ArrayImpl(address=address)
     assert _core._acquire_protocol(x, reads_only=True) == "cai"
     assert (x.asked, x.p.exported) == (1, 0)  # no DLPack tensor made
     # A view that may be written or kept takes __dlpack__, whose capsule holds JAX's reference.
@@ -538,3 +548,12 @@ def test_c_api_1_1_raises_cuda_errors_as_arrayport_does():
         table.set_cuda_error(None, 2, None, None, 1)  # NULL strings read as ""
     e = info.value
     assert (str(e), e.code, e.name, e.api, e.sticky) == ("", 2, "", "", False)
+
+
+@pytest.mark.skipif(not ap.cuda.is_available(), reason="needs CUDA to tell pageable memory apart")
+def test_jax_interface_over_pageable_host_memory_falls_back_to_dlpack():
+    # JAX's unpinned_host arrays: its interface would hand out memory the GPU cannot read.
+    host = np.zeros(4, np.float32)
+    x = fake_jax_type()(address=host.ctypes.data)
+    assert _core._acquire_protocol(x, reads_only=True) == "dlpack"
+

@@ -194,7 +194,7 @@ def test_jax_arrays():
     np.testing.assert_array_equal(v.get(), np.asarray(x))
     x.block_until_ready()
     assert _core._acquire_protocol(x) == "dlpack"
-    # Ready, and only read by a call (a const parameter, an op's input): JAX's interface.
+    # Ready, and only read by a call (a const view parameter): JAX's interface.
     assert _core._acquire_protocol(x, reads_only=True) == "cai"
     np.testing.assert_array_equal(ap.ops.add(x, 0.0).get(), np.asarray(x))
 
@@ -214,8 +214,9 @@ def test_jax_arrays_are_ready_when_viewed():
     v = ap.view(y, stream=s)
     got = v.get(stream=s)
     np.testing.assert_allclose(got, np.asarray(y), rtol=1e-6, atol=1e-6)
-    # An op's input is read-only and call-scoped: a pending JAX array still takes __dlpack__
-    # (ordered on the op's stream), a ready one its interface; both read the finished result.
+    # Read-only and call-scoped (a const view parameter): a pending JAX array still takes
+    # __dlpack__ (ordered on the consumer's stream), a ready one its interface. An op (it releases
+    # the GIL while the GPU reads) takes __dlpack__ either way, and reads the finished result.
     z = m
     for _ in range(24):
         z = jnp.tanh(z @ m)

@@ -95,9 +95,9 @@ struct acquire_options {
   /// true: the view is used only until control returns to Python (a function call's argument);
   /// lets the exchange API skip building an owning tensor. false: the view may be kept.
   bool call_scoped = false;
-  /// true: the consumer only reads through the view (a const view parameter, an op's input), so
-  /// an immutable producer's read-only export may serve: a ready JAX array, call-scoped, comes
-  /// through its __cuda_array_interface__ instead of __dlpack__ (see "JAX arrays").
+  /// true: the consumer only reads through the view (a const view parameter), so an immutable
+  /// producer's read-only export may serve: a ready JAX array, call-scoped, comes through its
+  /// __cuda_array_interface__ instead of __dlpack__ (see "JAX arrays").
   bool reads_only = false;
   std::uint32_t protocols = protocol_all;  ///< which protocols may be used
 };
@@ -482,7 +482,7 @@ inline const cupy_array_fields* cupy_fields(PyObject* obj, arrayport::dtype& dt)
 // ---- __cuda_array_interface__'s names, interned once -----------------------------------------
 //
 // Looking the keys up as interned strings costs 40 ns a dict; PyDict_GetItemString's fresh key
-// strings cost 290. nullptr (with the error set) only when interning failed.
+// strings cost 290. nullptr only when interning failed (out of memory).
 
 enum cai_key { cai_version, cai_mask, cai_shape, cai_typestr, cai_data, cai_strides, cai_stream, cai_keys };
 inline constexpr const char* cai_names[cai_keys] = {"version", "mask", "shape", "typestr",
@@ -505,14 +505,21 @@ inline PyObject* cai_attribute() noexcept {
 // no stream, and it does not wait for the computation that defines the array -- a view of a
 // queued result reads stale memory. Array.is_ready() (0.3 us) says whether that computation is
 // done (the array's ready future, which block_until_ready() awaits). So a function argument
-// (call-scoped: the caller holds the array until the call returns) that the consumer only reads
-// (acquire_options::reads_only: JAX arrays are immutable, and their interface says read-only)
-// and that is ready needs no stream ordering and no DLPack tensor: its interface serves.
-// Anything else -- a pending array, a parameter that may be written (a non-const view, a
-// strided_view, an op's out=), a view that may be kept, no interface (CPU arrays; bfloat16,
-// which the interface does not describe) -- goes through __dlpack__ as before, whose capsule
-// holds JAX's external reference (a kept view blocks donation of the buffer) and orders the
-// consumer's stream.
+// (call-scoped: the caller holds the array until the call returns) to a parameter that only
+// reads (acquire_options::reads_only, a const view: JAX arrays are immutable, and their interface
+// says read-only) that is ready, in GPU memory, needs no stream ordering and no DLPack tensor: its
+// interface serves. Anything else goes through __dlpack__ as before: a pending array (the stream
+// handshake orders it), a parameter that may be written (a non-const view, a strided_view), a
+// view that may be kept (arrayport.view), arrayport.ops and copies (they release the GIL while
+// the GPU reads: __dlpack__'s capsule holds JAX's external reference, so another thread cannot
+// donate or delete the buffer meanwhile), memory the GPU cannot reach (JAX's unpinned_host
+// arrays) and arrays with no interface (bfloat16; sharded ones; CPU arrays, which the buffer
+// protocol serves).
+//
+// What the interface path does not hold is that reference: a callee that releases the GIL while
+// it reads a const view of a JAX array relies on no other thread donating or deleting that array
+// in the meantime (JAX forbids using a donated array anyway; __dlpack__ would make the donation
+// fail instead).
 inline bool is_jax_array_type(PyTypeObject* type) noexcept {
   // nanobind gives the type its dotted name; without it, the module says.
   if (std::strcmp(type->tp_name, "jaxlib._jax.ArrayImpl") == 0) return true;
@@ -545,6 +552,13 @@ inline PyObject* jax_ready_interface(PyObject* obj) noexcept {
     return nullptr;
   }
   return d;
+}
+
+// Whether a JAX interface pointer is pageable host memory (JAX's unpinned_host kind), which the
+// GPU cannot read: CUDA does not know it. Without a usable device nothing can be asked, and no
+// GPU reads it either.
+inline bool jax_pageable(const void* p) noexcept {
+  return p && runtime::is_available() && runtime::query_pointer(p).kind == memory_kind::host;
 }
 
 inline bool type_has(PyTypeObject* type, const char* attr) noexcept {
@@ -1251,6 +1265,10 @@ struct detail_access {
     PyObject* d = detail::jax_ready_interface(obj);
     if (!d) return false;
     from_cai_dict(a, c, obj, d, nullptr, false);  // ready: nothing to order
+    if (detail::jax_pageable(a.m_view.data)) {
+      drop_tensor(a);  // from_cai_dict took it for device memory: __dlpack__ says where it is
+      return false;
+    }
     return true;
   }
 
@@ -1266,7 +1284,11 @@ struct detail_access {
                                      ", expected a dict");
     auto item = [&](detail::cai_key key, bool required) -> PyObject* {
       PyObject* k = detail::cai_key_object(key);
-      PyObject* v = k ? PyDict_GetItemWithError(d, k) : nullptr;  // borrowed
+      if (!k) {
+        if (!PyErr_Occurred()) PyErr_NoMemory();  // interning failed (once, and is kept)
+        throw error_already_set();
+      }
+      PyObject* v = PyDict_GetItemWithError(d, k);  // borrowed
       if (!v && PyErr_Occurred()) throw error_already_set();
       if (!v && required)
         detail::fail_value(c, obj, std::string("__cuda_array_interface__ has no '") +
@@ -1629,9 +1651,9 @@ inline bool exchange_typed_view(PyObject* obj, arrayport::view<T, Rank, Space>& 
 // A ready JAX array for a const parameter (see "JAX arrays"): its interface's pointer, extents
 // and typestr straight into the view, without a holder or a reference. The interface describes
 // row-major arrays only and states no strides; anything else it might say (strides, a mask, a
-// typestr other than T's) is left to acquire(). Its memory is the GPU's: device memory, or pinned
-// host memory (JAX's "pinned_host" kind) that the device reaches too -- a host-space view, which
-// needs to know which, is left to acquire(), which asks CUDA.
+// typestr other than T's) is left to acquire(). CUDA is asked whether the GPU reaches the memory
+// (device memory, or JAX's pinned_host memory; not its unpinned_host kind: left to acquire(),
+// which takes __dlpack__); a host-space view, which needs to know which, is left to acquire().
 template <class T, std::size_t Rank, class Space>
 inline bool jax_typed_view(PyObject* obj, arrayport::view<T, Rank, Space>& out) noexcept {
   using index_type = typename arrayport::view<T, Rank, Space>::index_type;
@@ -1646,11 +1668,16 @@ inline bool jax_typed_view(PyObject* obj, arrayport::view<T, Rank, Space>& out) 
     if (!d) return false;
     bool ok = false;
     do {
-      PyObject* shape = PyDict_GetItemWithError(d, cai_key_object(cai_shape));
-      PyObject* typestr = PyDict_GetItemWithError(d, cai_key_object(cai_typestr));
-      PyObject* data = PyDict_GetItemWithError(d, cai_key_object(cai_data));
-      PyObject* strides = PyDict_GetItemWithError(d, cai_key_object(cai_strides));
-      PyObject* mask = PyDict_GetItemWithError(d, cai_key_object(cai_mask));
+      auto item = [d](cai_key k) -> PyObject* {
+        PyObject* key = cai_key_object(k);
+        return key ? PyDict_GetItemWithError(d, key) : nullptr;
+      };
+      PyObject* shape = item(cai_shape);
+      PyObject* typestr = item(cai_typestr);
+      PyObject* data = item(cai_data);
+      PyObject* strides = item(cai_strides);
+      PyObject* mask = item(cai_mask);
+      if (PyErr_Occurred() || !cai_key_object(cai_strides) || !cai_key_object(cai_mask)) break;
       if (!shape || !typestr || !data || (strides && strides != Py_None) || (mask && mask != Py_None) ||
           !PyTuple_Check(shape) || PyTuple_GET_SIZE(shape) != static_cast<Py_ssize_t>(Rank) ||
           !PyUnicode_Check(typestr) ||
@@ -1664,12 +1691,14 @@ inline bool jax_typed_view(PyObject* obj, arrayport::view<T, Rank, Space>& out) 
         extents[r] = PyLong_Check(e) ? PyLong_AsLongLong(e) : -1;
         read = extents[r] >= 0;
       }
-      const auto address = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(data, 0));
+      const long long address = PyLong_AsLongLong(PyTuple_GET_ITEM(data, 0));  // as from_cai_dict
       std::int64_t compact[n] = {};
       index_type shape_out[n] = {}, strides_out[n] = {};
-      if (!read || PyErr_Occurred() || !compact_strides(extents, static_cast<int>(Rank), compact) ||
+      if (!read || address < 0 || PyErr_Occurred() ||
+          !compact_strides(extents, static_cast<int>(Rank), compact) ||
           !typed_geometry<Rank>(extents, compact, 1, reinterpret_cast<const void*>(address),
-                                expected.itemsize(), shape_out, strides_out))
+                                expected.itemsize(), shape_out, strides_out) ||
+          jax_pageable(reinterpret_cast<const void*>(address)))
         break;
       out = arrayport::view<T, Rank, Space>(reinterpret_cast<T*>(address), shape_out, strides_out);
       ok = true;
