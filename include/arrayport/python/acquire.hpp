@@ -9,7 +9,7 @@
 //   5. __cuda_array_interface__ (v3, and PyTorch's v2).
 // CuPy's ndarray is read from its struct, before the buffer protocol, with __dlpack__'s stream
 // semantics (see "CuPy arrays" below): "cupy" among the protocols. A JAX array that is ready,
-// passed to a read-only parameter, comes through its __cuda_array_interface__ (see "JAX arrays").
+// passed to a const view parameter, comes through its __cuda_array_interface__ (see "JAX arrays").
 // The view stays valid, and the producer alive, for as long as the `acquired` lives. Every
 // violation of the caller's constraints is a type_error / value_error / buffer_error naming the
 // argument, what was expected and what came.
