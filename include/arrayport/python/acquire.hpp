@@ -555,10 +555,10 @@ inline PyObject* jax_ready_interface(PyObject* obj) noexcept {
 }
 
 // Whether a JAX interface pointer is pageable host memory (JAX's unpinned_host kind), which the
-// GPU cannot read: CUDA does not know it. Without a usable device nothing can be asked, and no
-// GPU reads it either.
-inline bool jax_pageable(const void* p) noexcept {
-  return p && runtime::is_available() && runtime::query_pointer(p).kind == memory_kind::host;
+// GPU cannot read, given what runtime::query_pointer said of it (`cuda_says`): CUDA does not know
+// it. Without a usable device nothing could be asked, and no GPU reads it either.
+inline bool jax_pageable(const void* p, memory_kind cuda_says) noexcept {
+  return p && cuda_says == memory_kind::host && runtime::is_available();
 }
 
 inline bool type_has(PyTypeObject* type, const char* attr) noexcept {
@@ -1264,16 +1264,17 @@ struct detail_access {
   static bool from_jax_ready(acquired& a, const constraints& c, PyObject* obj) {
     PyObject* d = detail::jax_ready_interface(obj);
     if (!d) return false;
-    from_cai_dict(a, c, obj, d, nullptr, false);  // ready: nothing to order
-    if (detail::jax_pageable(a.m_view.data)) {
+    const memory_kind cuda_says = from_cai_dict(a, c, obj, d, nullptr, false);  // ready: no ordering
+    if (detail::jax_pageable(a.m_view.data, cuda_says)) {
       drop_tensor(a);  // from_cai_dict took it for device memory: __dlpack__ says where it is
       return false;
     }
     return true;
   }
 
-  // Fills the view from an interface dict `d` (a new reference, released here).
-  static void from_cai_dict(acquired& a, const constraints& c, PyObject* obj, PyObject* d,
+  // Fills the view from an interface dict `d` (a new reference, released here). Returns what CUDA
+  // said of the memory (host: CUDA does not know it, and the view takes it for device memory).
+  static memory_kind from_cai_dict(acquired& a, const constraints& c, PyObject* obj, PyObject* d,
                             stream_handle consumer, bool sync) {
     struct dict_ref {
       PyObject* p;
@@ -1395,6 +1396,7 @@ struct detail_access {
       stream_handle producer = s == 1 ? nullptr : reinterpret_cast<stream_handle>(static_cast<std::uintptr_t>(s));
       runtime::order_streams(producer, consumer, info.device);
     }
+    return info.kind;
   }
 };
 
@@ -1698,7 +1700,8 @@ inline bool jax_typed_view(PyObject* obj, arrayport::view<T, Rank, Space>& out) 
           !compact_strides(extents, static_cast<int>(Rank), compact) ||
           !typed_geometry<Rank>(extents, compact, 1, reinterpret_cast<const void*>(address),
                                 expected.itemsize(), shape_out, strides_out) ||
-          jax_pageable(reinterpret_cast<const void*>(address)))
+          jax_pageable(reinterpret_cast<const void*>(address),
+                       runtime::query_pointer(reinterpret_cast<const void*>(address)).kind))
         break;
       out = arrayport::view<T, Rank, Space>(reinterpret_cast<T*>(address), shape_out, strides_out);
       ok = true;
