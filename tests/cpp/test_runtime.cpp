@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "gpu.hpp"
 
@@ -64,6 +66,10 @@ TEST(Runtime, UnknownHostPointersAreHostMemory) {
   EXPECT_EQ(info.kind, arrayport::memory_kind::host);
   EXPECT_EQ(info.device, -1);
   EXPECT_EQ(rt::query_pointer(nullptr).kind, arrayport::memory_kind::host);
+  EXPECT_FALSE(rt::cuda_knows_pointer(&x));
+  EXPECT_FALSE(rt::cuda_knows_pointer(nullptr));
+  std::vector<char> heap(1 << 20);
+  EXPECT_FALSE(rt::cuda_knows_pointer(heap.data()));
 }
 
 TEST(Runtime, DeviceIndexOutOfRangeIsAValueError) {
@@ -121,6 +127,20 @@ TEST(Runtime, PointerQueryKnowsEveryKind) {
   EXPECT_EQ(rt::query_pointer(h).kind, arrayport::memory_kind::pinned);
   // An interior pointer belongs to the same allocation.
   EXPECT_EQ(rt::query_pointer(static_cast<char*>(d) + 100).kind, arrayport::memory_kind::device);
+  // The driver's one-attribute question agrees, on this thread and on a new one (no context made
+  // current there yet).
+  for (void* p : {d, m, h, static_cast<void*>(static_cast<char*>(d) + 100)}) {
+    EXPECT_TRUE(rt::cuda_knows_pointer(p)) << p;
+    bool known_elsewhere = false;
+    std::thread([&] { known_elsewhere = rt::cuda_knows_pointer(p); }).join();
+    EXPECT_TRUE(known_elsewhere) << p;
+  }
+  std::vector<char> pageable(1 << 20);
+  EXPECT_FALSE(rt::cuda_knows_pointer(pageable.data()));
+  rt::host_register(pageable.data(), pageable.size());
+  EXPECT_TRUE(rt::cuda_knows_pointer(pageable.data() + 10));
+  rt::host_unregister(pageable.data());
+  EXPECT_FALSE(rt::cuda_knows_pointer(pageable.data()));
   rt::free_device_async(d, nullptr);
   rt::free_managed(m);
   rt::free_pinned(h);

@@ -561,6 +561,12 @@ inline bool jax_pageable(const void* p, memory_kind cuda_says) noexcept {
   return p && cuda_says == memory_kind::host && runtime::is_available();
 }
 
+// The same question for the typed fast path, which has no answer from query_pointer to hand: the
+// driver is asked whether it knows the pointer (runtime::cuda_knows_pointer, ~60 ns).
+inline bool jax_pageable(const void* p) noexcept {
+  return p && runtime::is_available() && !runtime::cuda_knows_pointer(p);
+}
+
 inline bool type_has(PyTypeObject* type, const char* attr) noexcept {
   int has = PyObject_HasAttrString(reinterpret_cast<PyObject*>(type), attr);
   return has == 1;
@@ -1700,8 +1706,7 @@ inline bool jax_typed_view(PyObject* obj, arrayport::view<T, Rank, Space>& out) 
           !compact_strides(extents, static_cast<int>(Rank), compact) ||
           !typed_geometry<Rank>(extents, compact, 1, reinterpret_cast<const void*>(address),
                                 expected.itemsize(), shape_out, strides_out) ||
-          jax_pageable(reinterpret_cast<const void*>(address),
-                       runtime::query_pointer(reinterpret_cast<const void*>(address)).kind))
+          jax_pageable(reinterpret_cast<const void*>(address)))
         break;
       out = arrayport::view<T, Rank, Space>(reinterpret_cast<T*>(address), shape_out, strides_out);
       ok = true;
