@@ -3,8 +3,11 @@
 Builds bench/consume (arrayport's nanobind and pybind11 casters, nanobind nb::ndarray, pybind11
 py::buffer / array_t, the raw buffer protocol, a no-op floor) against the installed package, then
 times every path the producer supports in this one process, with arrayport.view(), ctypes
-(a.ctypes.data) and cuda.core's StridedMemoryView where installed. Prints ns per call and the
-ratio to nanobind; writes consume.json (and consume.png with matplotlib) to the given directory.
+(a.ctypes.data) and cuda.core's StridedMemoryView where installed. The paths of one producer are
+timed in turns (ROUNDS rounds of CALLS calls each, every path once a round), and each keeps its
+fastest round: a burst of load on a shared host then slows one round of every path rather than
+all of one path's. Prints ns per call with the ratios to nanobind and to SMV.from_dlpack; writes
+consume.json (the fastest and the median round per path) and consume.png to the given directory.
 
     python bench/bench_consume.py OUTDIR
 """
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -24,7 +28,8 @@ import numpy as np
 import arrayport as ap
 
 HERE = Path(__file__).resolve().parent
-N = 100_000
+CALLS = 20_000  # calls per path per round
+ROUNDS = 15
 
 
 def build() -> Path:
@@ -41,10 +46,13 @@ def build() -> Path:
     return build_dir
 
 
-def per_call_ns(fn, arg) -> float:
-    fn(arg)  # warm: caches, first-use imports
-    best = min(timeit.repeat(lambda: fn(arg), number=N, repeat=5))
-    return best / N * 1e9
+def per_call_ns(paths: dict[str, object], arg) -> dict[str, list[float]]:
+    """ns per call of each path on `arg`, one figure per round, the paths taking turns."""
+    rounds: dict[str, list[float]] = {name: [] for name in paths}
+    for _ in range(ROUNDS):
+        for name, fn in paths.items():
+            rounds[name].append(timeit.timeit(lambda: fn(arg), number=CALLS) / CALLS * 1e9)
+    return rounds
 
 
 def producers() -> dict[str, object]:
@@ -108,24 +116,30 @@ def main(outdir: str) -> None:
         print(f"skip cuda.core: {e}")
     device = ap.devices()[0]["name"] if ap.cuda.is_available() else "CPU only"
     results: dict[str, dict[str, float]] = {}
+    medians: dict[str, dict[str, float]] = {}
     for pname, arr in producers().items():
-        row = {}
+        taken = {}
         for path, fn in paths.items():
             try:
-                fn(arr)
+                fn(arr)  # also warms: caches, first-use imports
             except Exception:
                 continue  # this path does not take this producer
-            row[path] = per_call_ns(fn, arr)
-        results[pname] = row
+            taken[path] = fn
+        rounds = per_call_ns(taken, arr)
+        row = results[pname] = {path: min(ns) for path, ns in rounds.items()}
+        medians[pname] = {path: statistics.median(ns) for path, ns in rounds.items()}
         base = row.get("nanobind nb::ndarray") or row.get("nanobind nb::ndarray, const")
+        smv = row.get("cuda.core SMV.from_dlpack")
         print(f"\n{pname}:")
         for path, ns in row.items():
             ratio = f"  {ns / base:5.2f}x nanobind" if base else ""
-            print(f"  {path:32s} {ns:8.0f} ns{ratio}")
+            ratio += f"  {ns / smv:5.2f}x from_dlpack" if smv else ""
+            print(f"  {path:32s} {ns:8.0f} ns (median {medians[pname][path]:6.0f}){ratio}")
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "consume.json").write_text(json.dumps(
-        {"device": device, "python": sys.version.split()[0], "calls": N, "ns_per_call": results}, indent=2))
+        {"device": device, "python": sys.version.split()[0], "calls_per_round": CALLS, "rounds": ROUNDS,
+         "ns_per_call": results, "ns_per_call_median": medians}, indent=2))
     try:
         import matplotlib
 
