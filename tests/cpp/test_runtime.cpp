@@ -137,6 +137,19 @@ TEST(Runtime, PointerQueryKnowsEveryKind) {
   }
   std::vector<char> pageable(1 << 20);
   EXPECT_FALSE(rt::cuda_knows_pointer(pageable.data()));
+#if ARRAYPORT_HAS_CUDA
+  // Those answers came from the driver itself (a failed lookup would fall back unseen), on a new
+  // thread too.
+  const rt::detail::pointer_attribute_fn get = rt::detail::driver_pointer_attribute();
+  ASSERT_NE(get, nullptr);
+  std::thread([&] {
+    unsigned int type = 0;
+    EXPECT_EQ(get(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, reinterpret_cast<CUdeviceptr>(d)), CUDA_SUCCESS);
+    EXPECT_EQ(type, static_cast<unsigned int>(CU_MEMORYTYPE_DEVICE));
+    EXPECT_EQ(get(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, reinterpret_cast<CUdeviceptr>(pageable.data())),
+              CUDA_ERROR_INVALID_VALUE);
+  }).join();
+#endif
   rt::host_register(pageable.data(), pageable.size());
   EXPECT_TRUE(rt::cuda_knows_pointer(pageable.data() + 10));
   rt::host_unregister(pageable.data());
