@@ -175,3 +175,15 @@ class FakeJax:
 
 def fake_jax_type():
     return type("ArrayImpl", (FakeJax,), {"__module__": "jaxlib._jax"})  # a fresh cache entry
+
+
+def fake_jax_address():
+    """Where a stand-in JAX array's interface points, and what keeps that memory alive: device
+    memory with a GPU (the bridge asks CUDA, and refuses pageable host memory), any address
+    without one."""
+    import arrayport as ap
+
+    if ap.cuda.is_available():
+        a = ap.empty((4,), "float32", memory="device")
+        return a.ptr, a
+    return 0x40000, None

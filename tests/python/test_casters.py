@@ -13,7 +13,7 @@ import pytest
 
 import arrayport as ap
 from conftest import REPO, cmake_build, example_requirements, needs_gpu
-from dlpack_ctypes import fake_jax_type
+from dlpack_ctypes import fake_jax_address, fake_jax_type
 
 TYPED = {  # name: (dtype, rank, writable, space)
     "f32_1d": ("float32", 1, True, "any"),
@@ -235,8 +235,7 @@ def test_ready_jax_arrays_reach_const_parameters_through_their_interface(mod):
     # A const view only reads: a ready JAX array's read-only interface serves (0x40000 here); a
     # writable view or an untyped strided_view (which may be taken writable) gets __dlpack__.
     ArrayImpl = fake_jax_type()
-    device = ap.empty((4,), "float32", memory="device") if ap.cuda.is_available() else None
-    address = device.ptr if device is not None else 0x40000  # CUDA must know it, where asked
+    address, device = fake_jax_address()  # memory CUDA knows, where it is asked
     x = ArrayImpl(address=address)
     refs = sys.getrefcount(x)
     for _ in range(3):  # the first call meets the type; later ones take the typed fast path

@@ -12,7 +12,7 @@ import pytest
 
 import arrayport as ap
 from arrayport import _core
-from dlpack_ctypes import DLPackOnly, FakeJax, Producer, fake_jax_type
+from dlpack_ctypes import DLPackOnly, FakeJax, Producer, fake_jax_address, fake_jax_type
 
 DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
           "float16", "float32", "float64", "complex64", "complex128"]
@@ -354,18 +354,9 @@ def test_dlpack_strides_that_overflow_fall_back_to_the_cuda_array_interface():
         _core.view(obj, protocol="dlpack")  # no other protocol allowed: the error stands
 
 
-def gpu_address():
-    """Where a stand-in JAX array's interface points: device memory with a GPU (the bridge asks
-    CUDA, and refuses pageable host memory), any address without one."""
-    if ap.cuda.is_available():
-        a = ap.empty((4,), "float32", memory="device")
-        return a.ptr, a
-    return 0x40000, None
-
-
 def test_ready_jax_arrays_read_only_as_arguments_come_through_their_interface():
     ArrayImpl = fake_jax_type()
-    address, keep = gpu_address()
+    address, keep = fake_jax_address()
     x = ArrayImpl(address=address)
     assert _core._acquire_protocol(x, reads_only=True) == "cai"
     assert (x.asked, x.p.exported) == (1, 0)  # no DLPack tensor made
