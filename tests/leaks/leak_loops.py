@@ -225,6 +225,7 @@ def main(argv: list[str] | None = None) -> dict:
         "python": platform.python_version(),
         "numpy": np.__version__,
         "machine": platform.machine(),
+        "device": ap.devices()[0]["name"] if info["cuda_available"] else "CPU only",
         "cuda_available": bool(info["cuda_available"]),
         "cuda_reason": info["reason"],
         "producers": {name: measure(name, cycle, args.cycles) for name, cycle in table.items()},
