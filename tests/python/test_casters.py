@@ -232,8 +232,9 @@ def test_writes_through_the_fast_path_are_seen(mod):
 
 
 def test_ready_jax_arrays_reach_const_parameters_through_their_interface(mod):
-    # A const view only reads: a ready JAX array's read-only interface serves (0x40000 here); a
-    # writable view or an untyped strided_view (which may be taken writable) gets __dlpack__.
+    # A const view only reads: a ready JAX array's read-only interface serves (fake_jax_address's
+    # memory here); a writable view or an untyped strided_view (which may be taken writable) gets
+    # __dlpack__.
     ArrayImpl = fake_jax_type()
     address, device = fake_jax_address()  # memory CUDA knows, where it is asked
     x = ArrayImpl(address=address)
