@@ -151,8 +151,13 @@ PyObject* export_impl(PyObject* self, PyObject* args, PyObject* kwargs) {
     buffer_error("__dlpack__: a read-only array cannot be exported through the legacy "
                  "(unversioned) DLPack ABI, which has no read-only flag; pass max_version=(1, 0)");
 
-  if (device.device_type == ARRAYPORT_DEVICE_CPU && a->view.memory_kind != ARRAYPORT_MEMORY_HOST) {
-    runtime::stream_synchronize(a->view.stream, array_device(a));  // a CPU consumer reads it now
+  // A CPU consumer reads now; so may one that passes no stream for host-accessible memory
+  // (NumPy's from_dlpack does): the host must see the producer's stream drained.
+  const auto kind = static_cast<memory_kind>(a->view.memory_kind);
+  const bool host_reader = device.device_type == ARRAYPORT_DEVICE_CPU ||
+                           (stream == Py_None && is_host_accessible(kind));
+  if (host_reader && kind != memory_kind::host) {
+    runtime::stream_synchronize(a->view.stream, array_device(a));
   } else {
     stream_handshake(a, stream);
   }
