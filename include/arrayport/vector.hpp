@@ -58,7 +58,7 @@ class vector {
   vector(std::initializer_list<T> values, memory_kind kind = default_memory_kind(),
          int device = -1, stream_handle stream = nullptr)
       : vector(values.size(), kind, device, stream) {
-    runtime::memcpy_async(data(), kind(), values.begin(), memory_kind::host,
+    runtime::memcpy_async(data(), this->kind(), values.begin(), memory_kind::host,
                           values.size() * sizeof(T), m_stream, "vector");
     runtime::stream_synchronize(m_stream);  // the initializer list dies at the end of the call
   }
