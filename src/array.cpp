@@ -644,6 +644,10 @@ PyMethodDef array_methods[] = {
      "A DLPack capsule."},
     {"__dlpack_device__", array_dlpack_device, METH_NOARGS,
      "__dlpack_device__($self, /)\n--\n\n(DLPack device type, device id)."},
+    {"__array__", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(array_array)),
+     METH_VARARGS | METH_KEYWORDS,
+     "__array__($self, /, dtype=None, copy=None)\n--\n\n"
+     "NumPy's conversion: a view of host memory; device memory is a TypeError (use get())."},
     {"get", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(array_get)),
      METH_VARARGS | METH_KEYWORDS,
      "get($self, /, stream=None)\n--\n\n"

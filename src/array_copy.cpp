@@ -503,6 +503,39 @@ PyObject* array_get(PyObject* self, PyObject* args, PyObject* kwargs) {
   return method([&] { return to_numpy(as_array(self), parse_stream(stream), "Array.get", "the array"); });
 }
 
+// NumPy asks for __array__ when it can take neither the buffer nor __array_interface__: device
+// memory (or memory nothing here can reach). Without it NumPy made an object array holding the
+// Array, and `host[...] = a` wrote its truth or failed on a conversion: silently wrong. Device
+// memory is a TypeError pointing to get(), as CuPy and PyTorch answer (a hidden copy would hide a
+// wait); host memory, asked directly, is NumPy's view of the buffer (a copy with copy=True).
+PyObject* array_array(PyObject* self, PyObject* args, PyObject* kwargs) {
+  static const char* keywords[] = {"dtype", "copy", nullptr};
+  PyObject *dtype_obj = Py_None, *copy = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OO:__array__", const_cast<char**>(keywords),
+                                   &dtype_obj, &copy))
+    return nullptr;
+  return method([&]() -> nb::object {
+    array_object* a = as_array(self);
+    const auto kind = static_cast<memory_kind>(a->view.memory_kind);
+    runtime::require_reachable(kind, "Array.__array__", "the array");
+    if (!is_host_accessible(kind))
+      throw type_error("Array.__array__: the array is in device memory, which NumPy cannot view; "
+                       "use .get() for a NumPy copy (it waits for the array's stream)");
+    nb::module_ np = import_numpy("Array.__array__");
+    nb::object buffer = nb::steal(PyMemoryView_FromObject(self));  // waits for the stream
+    if (!buffer.is_valid()) throw nb::python_error();
+    nb::object dt = nb::borrow(dtype_obj);
+    if (copy == Py_True) return np.attr("array")(buffer, dt);
+    nb::object out = np.attr("asarray")(buffer, dt);
+    const int shared = PyObject_IsTrue(np.attr("shares_memory")(out, buffer).ptr());
+    if (shared < 0) throw nb::python_error();
+    if (copy == Py_False && !shared)
+      throw value_error("Array.__array__: copy=False, but dtype " +
+                        std::string(nb::str(dt).c_str()) + " needs a copy");
+    return out;
+  });
+}
+
 PyObject* array_fill(PyObject* self, PyObject* value) {
   return method([&] {
     array_object* a = as_array(self);

@@ -110,6 +110,7 @@ stream_handle array_stream(memory_kind kind, int device, stream_handle stream,
 // Methods and slots of arrayport.Array implemented in array_copy.cpp.
 PyObject* array_get(PyObject* self, PyObject* args, PyObject* kwargs);
 PyObject* array_fill(PyObject* self, PyObject* value);
+PyObject* array_array(PyObject* self, PyObject* args, PyObject* kwargs);
 PyObject* array_copy(PyObject* self, PyObject* args, PyObject* kwargs);
 PyObject* array_copy_to(PyObject* self, PyObject* args, PyObject* kwargs);
 PyObject* array_to(PyObject* self, PyObject* args, PyObject* kwargs);

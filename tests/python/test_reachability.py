@@ -150,6 +150,9 @@ def method_calls(v: ap.Array):
                        ((), {"max_version": (1, 0)}, (OK,)),
                        ((), {"max_version": (1, 0), "dl_device": (1, 0)}, (to_cpu,))],
         "__dlpack_device__": [((), {}, (OK,))],
+        "__array__": [((), {}, (refused("Array.__array__"),)),
+                      (("float64",), {}, (refused("Array.__array__"),)),
+                      ((), {"copy": True}, (refused("Array.__array__"),))],
         "get": [((), {}, (refused("Array.get"),)), ((), {"stream": 0}, (refused("Array.get"),))],
         "fill": [((1,), {}, (refused("Array.fill"),)), ((0,), {}, (refused("Array.fill"),))],
         "copy": [((), {}, (refused("Array.copy"),)),
@@ -261,16 +264,14 @@ def test_buffer_protocol_and_numpy_never_read_device_memory(view):
         check(lambda: memoryview(view), (BufferError, r"needs host-accessible memory"))
     else:
         check(lambda: memoryview(view), refused("Array (buffer protocol)"))
-    # NumPy finds neither a buffer nor an interface for device memory: it keeps the Array as an
-    # object (no element read); managed memory it would read: refused.
-    result = check(lambda: np.asarray(view), OK, refused("Array.__array_interface__"))
-    if isinstance(result, np.ndarray):
-        assert result.dtype == object and view.memory == "device"
-    # NumPy takes the Array as an object there too: a number it cannot convert, or (bool) its
-    # truth, which is its length: no element is read.
+    # NumPy finds no buffer; then the interface (managed memory: refused) or __array__ (device
+    # memory: refused), never an object array holding the Array.
+    op = "Array.__array__" if view.memory == "device" else "Array.__array_interface__"
+    for convert in (np.asarray, np.array, lambda v: np.asarray(v, dtype="float64")):
+        check(lambda: convert(view), refused(op))
     host = np.zeros(view.shape, view.dtype)
-    check(lambda: host.__setitem__(..., view), OK, (TypeError, r"Array"),
-          refused("Array.__array_interface__"), (ap.NoDeviceError, UNREACHABLE))
+    check(lambda: host.__setitem__(..., view), refused(op))
+    assert not host.any()
 
 
 def test_assignment_in_both_directions_is_refused(view):
