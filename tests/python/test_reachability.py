@@ -294,6 +294,13 @@ def test_module_functions_never_read_device_memory(view):
     check(lambda: ap.asarray(view, memory="host"), refused("Array.to"))
     check(lambda: ap.from_dlpack(view, device="cpu"), refused("Array.to"))
     assert check(lambda: ap.view(view), OK).ptr == view.ptr
+    no_device = (ap.NoDeviceError, r"expected memory the CPU can read \(this machine has no usable CUDA "
+                                   r"device|device memory needs a CUDA device")
+    for op in (lambda: ap.ops.add(view, 1), lambda: ap.ops.sum(view), lambda: ap.ops.astype(view, "int32")):
+        check(op, no_device)
+    host = np.zeros(view.shape, view.dtype)
+    check(lambda: ap.ops.add(host, host, out=view), no_device,
+          (ValueError, r"^add: 'out' is in device memory, which the CPU cannot read"))
     # *_like allocate memory of the view's kind: device memory needs a device; managed memory
     # falls back to host memory. Neither reads the view.
     for like in (lambda: ap.empty_like(view), lambda: ap.zeros_like(view),
