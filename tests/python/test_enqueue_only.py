@@ -1,8 +1,8 @@
 """Creation and fills of GPU memory only enqueue: they return at once while the stream is busy.
 
-fill, scalar assignment (a[...] = x, a[::2] = x) and zeros / ones / full (and the *_like forms) on
-device and managed memory are a memset or a fill kernel queued on the array's stream, the element
-in the call's arguments: the host never waits for the stream. Each is timed 20 times while 100 ms
+fill and scalar assignment (a[...] = x, a[::2] = x) of device and managed memory, and zeros / ones /
+full (and the *_like forms) in device memory, are a memset or a fill kernel queued on the array's
+stream, the element in the call's arguments: the host never waits for the stream. Each is timed 20 times while 100 ms
 of work is queued (PyTorch's spin kernel through torch.cuda.ExternalStream); the stream must still
 be busy afterwards, and the data right once it drains. Host writes (pinned memory) still wait.
 """
@@ -82,10 +82,15 @@ def expect(a: ap.Array, value, dtype=None) -> None:
     np.testing.assert_array_equal(got, np.full(a.shape, value, dtype or got.dtype))
 
 
+FILLS = ["fill", "setitem", "setitem-strided"]
+CREATION = ["zeros", "ones", "full", "zeros_like", "ones_like", "full_like"]
+
+
+# Creation in device memory only: managed memory comes from cudaMallocManaged, which is not
+# stream-ordered (the fills of managed memory are timed).
 @needs_gpu
-@pytest.mark.parametrize("memory", ["device", "managed"])
-@pytest.mark.parametrize("op", ["fill", "setitem", "setitem-strided", "zeros", "ones", "full",
-                                "zeros_like", "ones_like", "full_like"])
+@pytest.mark.parametrize("memory, op", [(m, op) for m in ("device", "managed") for op in FILLS] +
+                         [("device", op) for op in CREATION])
 def test_gpu_fills_and_creation_return_while_the_stream_is_busy(spin, memory, op):
     s = cuda.Stream()
     a = ap.empty((N,), "float32", memory=memory, stream=s)
