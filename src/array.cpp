@@ -194,6 +194,7 @@ PyObject* get_array_interface(PyObject* self, void*) {
     return nullptr;
   }
   return guarded<PyObject*>(nullptr, [&] {
+    runtime::require_reachable(kind, "Array.__array_interface__", "the array");  // managed memory
     runtime::stream_synchronize(a->view.stream, array_device(a));  // host readers see completed device writes
     return interface_dict(a, false);
   });
@@ -236,6 +237,7 @@ int array_getbuffer(PyObject* self, Py_buffer* view, int flags) {
     }
   }
   if (guarded<int>(-1, [&] {
+        runtime::require_reachable(kind, "Array (buffer protocol)", "the array");  // managed memory
         runtime::stream_synchronize(a->view.stream, array_device(a));  // device writes complete before host reads
         return 0;
       }) != 0) {
@@ -582,19 +584,22 @@ PyObject* array_repr(PyObject* self) {
   return guarded<PyObject*>(nullptr, [&]() -> PyObject* {
     array_object* a = as_array(self);
     dtype dt = dtype::from_c(a->view.dtype);
-    std::string values;
-    const std::int64_t n = element_count(a->view);
-    const std::int64_t shown = n < 6 ? n : 6;
-    const std::vector<unsigned char> head = leading_elements(a, shown);
-    for (std::int64_t i = 0; i < shown; ++i)
-      values += (i ? ", " : "") + format_element(head.data() + i * dt.itemsize(), dt);
-    if (n > shown) values += ", ...";
-    const std::string shape = shape_string(a->view.shape, static_cast<std::size_t>(a->view.ndim));
     auto kind = static_cast<memory_kind>(a->view.memory_kind);
-    std::string device = kind == memory_kind::device || kind == memory_kind::managed
-                             ? ", device=" + std::to_string(a->view.device.device_id)
-                             : "";
-    std::string r = "arrayport.Array([" + values + "], dtype=" + std::string(dt.name()) +
+    std::string values;
+    if (runtime::is_reachable(kind)) {
+      const std::int64_t n = element_count(a->view);
+      const std::int64_t shown = n < 6 ? n : 6;
+      const std::vector<unsigned char> head = leading_elements(a, shown);
+      for (std::int64_t i = 0; i < shown; ++i)
+        values += (i ? ", " : "") + format_element(head.data() + i * dt.itemsize(), dt);
+      if (n > shown) values += ", ...";
+      values = "[" + values + "]";
+    } else {  // repr never raises: it says what it cannot show
+      values = "<" + std::string(to_string(kind)) + " memory, not readable here>";
+    }
+    const std::string shape = shape_string(a->view.shape, static_cast<std::size_t>(a->view.ndim));
+    std::string device = is_gpu_resident(kind) ? ", device=" + std::to_string(a->view.device.device_id) : "";
+    std::string r = "arrayport.Array(" + values + ", dtype=" + std::string(dt.name()) +
                     ", shape=" + shape + ", memory='" + std::string(to_string(kind)) + "'" + device +
                     ((a->view.flags & ARRAYPORT_VIEW_READONLY) ? ", readonly=True" : "") + ")";
     return PyUnicode_FromString(r.c_str());
@@ -639,6 +644,10 @@ PyMethodDef array_methods[] = {
      "A DLPack capsule."},
     {"__dlpack_device__", array_dlpack_device, METH_NOARGS,
      "__dlpack_device__($self, /)\n--\n\n(DLPack device type, device id)."},
+    {"__array__", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(array_array)),
+     METH_VARARGS | METH_KEYWORDS,
+     "__array__($self, /, dtype=None, copy=None)\n--\n\n"
+     "NumPy's conversion: a view of host memory; device memory is a TypeError (use get())."},
     {"get", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(array_get)),
      METH_VARARGS | METH_KEYWORDS,
      "get($self, /, stream=None)\n--\n\n"
@@ -818,8 +827,7 @@ nb::handle stream_owner(nb::handle stream) noexcept {
 
 stream_handle array_stream(memory_kind kind, int device, stream_handle stream, nb::handle stream_obj,
                            const char* what) {
-  if (!(kind == memory_kind::device || kind == memory_kind::managed) || !runtime::is_available())
-    return stream;
+  if (!is_gpu_resident(kind) || !runtime::is_available()) return stream;
   if (device < 0) device = runtime::get_device();
   const current_stream_state cur = current_stream();
   const int stream_device = stream_obj.is_none() && cur.handle == stream && cur.device >= 0
@@ -960,8 +968,7 @@ void register_array(nb::module_& m) {
     std::optional<std::string> mem =
         memory ? memory : std::optional<std::string>(std::string(to_string(static_cast<memory_kind>(a->view.memory_kind))));
     std::optional<int> dev = device;
-    if (!dev && (a->view.memory_kind == ARRAYPORT_MEMORY_DEVICE || a->view.memory_kind == ARRAYPORT_MEMORY_MANAGED))
-      dev = a->view.device.device_id;
+    if (!dev) dev = array_device(a) >= 0 ? std::optional<int>(array_device(a)) : std::nullopt;
     return std::make_tuple(shape, dtype_obj, mem, dev);
   };
   m.def("empty_like", [like](nb::handle a, nb::handle dt, const std::optional<std::string>& memory,

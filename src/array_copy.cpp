@@ -74,7 +74,7 @@ operand operand_of(array_object* a, char* data, const std::vector<std::int64_t>&
   op.strides.resize(element_strides.size());
   for (std::size_t i = 0; i < element_strides.size(); ++i) op.strides[i] = element_strides[i] * item;
   op.kind = static_cast<memory_kind>(a->view.memory_kind);
-  op.device = ::arrayport::detail::is_gpu_memory(op.kind) ? a->view.device.device_id : -1;
+  op.device = is_gpu_resident(op.kind) ? a->view.device.device_id : -1;
   op.stream = a->view.stream;
   op.ordered = true;
   op.readonly = is_readonly(a);
@@ -142,8 +142,8 @@ int stream_device_of(const operand& op) { return op.device; }
 // holds neither side, whichever device is current. -1: the current device.
 int copy_device(const operand& dst, const operand& src, stream_handle stream) {
   if (!runtime::is_available()) return -1;
-  const int data = ::arrayport::detail::is_gpu_memory(dst.kind)   ? dst.device
-                   : ::arrayport::detail::is_gpu_memory(src.kind) ? src.device
+  const int data = is_gpu_resident(dst.kind)   ? dst.device
+                   : is_gpu_resident(src.kind) ? src.device
                                                                   : -1;
   return runtime::stream_device(stream, data);
 }
@@ -152,7 +152,8 @@ int copy_device(const operand& dst, const operand& src, stream_handle stream) {
 // ARRAYPORT_P2P_DISABLE): staged through pinned host memory. The source side is packed on its own
 // device and waited for; the destination side is scattered on its device's default stream, which
 // `stream` (of `device`) is then ordered after.
-void copy_staged_between_devices(const operand& dst, const operand& src, stream_handle stream, int device) {
+void copy_staged_between_devices(const operand& dst, const operand& src, stream_handle stream, int device,
+                                 const char* what) {
   const std::size_t bytes = static_cast<std::size_t>(src.size()) * src.dt.itemsize();
   buffer host(bytes, memory_kind::pinned, -1, nullptr);
   operand packed = src;
@@ -165,13 +166,13 @@ void copy_staged_between_devices(const operand& dst, const operand& src, stream_
     runtime::order_streams(stream, device, nullptr, src.device);  // earlier work on the copy's stream
     if (src.ordered) runtime::order_streams(src.stream, src.device, nullptr, src.device);
     ::arrayport::detail::strided_copy(packed.side(), src.side(), src.shape.data(), src.ndim(),
-                                      src.dt.itemsize(), nullptr, copy_kernel);
+                                      src.dt.itemsize(), nullptr, copy_kernel, what);
     runtime::stream_synchronize(nullptr);
   }
   runtime::device_guard guard(dst.device);
   if (dst.ordered) runtime::order_streams(dst.stream, dst.device, nullptr, dst.device);
   ::arrayport::detail::strided_copy(dst.side(), packed.side(), dst.shape.data(), dst.ndim(),
-                                    dst.dt.itemsize(), nullptr, copy_kernel);
+                                    dst.dt.itemsize(), nullptr, copy_kernel, what);
   runtime::order_streams(nullptr, dst.device, stream, device);
   runtime::stream_synchronize(nullptr);  // `host` is released when this returns
 }
@@ -180,26 +181,29 @@ void copy_staged_between_devices(const operand& dst, const operand& src, stream_
 // queued on either Array's stream; work queued on those streams afterwards comes after the copy
 // (a reader of `dst`, and the stream-ordered release of `src`'s memory). The GIL is released.
 // Between two GPUs the copy goes peer to peer where they can reach each other (peer access is
-// enabled once, on first use) and through pinned host memory otherwise.
-void copy_ordered(const operand& dst, const operand& src, stream_handle stream) {
+// enabled once, on first use) and through pinned host memory otherwise. A side this process cannot
+// reach is no_device_error naming `what` (the operation), before anything is queued.
+void copy_ordered(const operand& dst, const operand& src, stream_handle stream, const char* what) {
+  runtime::require_reachable(dst.kind, what, "the destination");
+  runtime::require_reachable(src.kind, what, "the source");
   gil_release release;
   const int device = copy_device(dst, src, stream);
   runtime::device_guard guard(device);
   if (dst.ordered) runtime::order_streams(dst.stream, stream_device_of(dst), stream, device);
   if (src.ordered) runtime::order_streams(src.stream, stream_device_of(src), stream, device);
   // The copy's device must reach every side in GPU memory: its own, or a peer's it has access to.
-  const bool across = ::arrayport::detail::is_gpu_memory(dst.kind) &&
-                      ::arrayport::detail::is_gpu_memory(src.kind) && dst.device != src.device;
+  const bool across = is_gpu_resident(dst.kind) &&
+                      is_gpu_resident(src.kind) && dst.device != src.device;
   int elsewhere = -1;  // a GPU side the copy's device cannot reach
   for (const operand* side : {&dst, &src})
-    if (::arrayport::detail::is_gpu_memory(side->kind) && device >= 0 && side->device != device &&
+    if (is_gpu_resident(side->kind) && device >= 0 && side->device != device &&
         !runtime::enable_peer_access(device, side->device))
       elsewhere = side->device;
   if (elsewhere < 0) {
     ::arrayport::detail::strided_copy(dst.side(), src.side(), dst.shape.data(), dst.ndim(),
-                                      dst.dt.itemsize(), stream, copy_kernel);
+                                      dst.dt.itemsize(), stream, copy_kernel, what);
   } else if (across) {
-    copy_staged_between_devices(dst, src, stream, device);
+    copy_staged_between_devices(dst, src, stream, device, what);
   } else {
     // One GPU side, on another device than the stream's, out of its reach: the copy runs on that
     // device's default stream, ordered after `stream` and before it again.
@@ -207,7 +211,7 @@ void copy_ordered(const operand& dst, const operand& src, stream_handle stream) 
     {
       runtime::device_guard on(elsewhere);
       ::arrayport::detail::strided_copy(dst.side(), src.side(), dst.shape.data(), dst.ndim(),
-                                        dst.dt.itemsize(), nullptr, copy_kernel);
+                                        dst.dt.itemsize(), nullptr, copy_kernel, what);
     }
     runtime::order_streams(nullptr, elsewhere, stream, device);
   }
@@ -228,7 +232,7 @@ bool overlaps(const operand& a, const operand& b) {
 
 // A C-contiguous copy of `src` in a temporary of the same memory kind, kept alive by `storage`,
 // which releases it in order on `stream`.
-operand staged(const operand& src, stream_handle stream, buffer& storage) {
+operand staged(const operand& src, stream_handle stream, buffer& storage, const char* what) {
   storage = buffer(static_cast<std::size_t>(src.size()) * src.dt.itemsize(), src.kind, src.device, stream);
   operand t = src;
   t.data = static_cast<char*>(storage.data());
@@ -236,7 +240,7 @@ operand staged(const operand& src, stream_handle stream, buffer& storage) {
   t.kind = storage.kind();
   t.ordered = false;
   t.foreign = false;
-  copy_ordered(t, src, stream);
+  copy_ordered(t, src, stream, what);
   return t;
 }
 
@@ -321,8 +325,10 @@ nb::module_ import_numpy(const std::string& why) {
   }
 }
 
-// A NumPy array holding `a`'s values on the host, C-contiguous, complete when returned.
-nb::object to_numpy(array_object* a, stream_handle stream) {
+// A NumPy array holding `a`'s values on the host, C-contiguous, complete when returned. `what`
+// names the operation and `whose` the array, for memory this process cannot reach.
+nb::object to_numpy(array_object* a, stream_handle stream, const char* what, const char* whose) {
+  runtime::require_reachable(static_cast<memory_kind>(a->view.memory_kind), what, whose);
   const dtype dt = dtype::from_c(a->view.dtype);
   if (dt == dtypes::bfloat16)
     throw type_error("get(): NumPy has no bfloat16 dtype; view it as uint16 (a.view('uint16')) or "
@@ -331,7 +337,7 @@ nb::object to_numpy(array_object* a, stream_handle stream) {
   nb::object out = np.attr("empty")(nb::steal(tuple_of(a->view.shape, a->view.ndim)), to_typestr(dt));
   held_buffer target(out.ptr(), true);
   operand dst = target.to_operand("get()");
-  copy_ordered(dst, operand_of(a), stream);
+  copy_ordered(dst, operand_of(a), stream, what);
   {
     gil_release release;
     runtime::stream_synchronize(stream, array_device(a));  // the caller reads it on return; this stream only
@@ -341,13 +347,14 @@ nb::object to_numpy(array_object* a, stream_handle stream) {
 
 // `value` converted to `to` on the host, as NumPy converts (what its __setitem__ and astype do).
 // The GPU has no conversion kernel here: arrayport.ops.astype is the fast path.
-nb::object converted(PyObject* value, dtype to, stream_handle stream, const char* what) {
+nb::object converted(PyObject* value, dtype to, stream_handle stream, const char* what,
+                     const char* op) {
   if (to == dtypes::bfloat16)
     throw type_error(std::string(what) + ": converting to bfloat16 is not supported here; give a "
                      "bfloat16 array");
   nb::module_ np = import_numpy(std::string(what) + ": converting to " + std::string(to.name()));
   // An Array goes through get(): device memory has no buffer protocol.
-  nb::object host = is_array(value) ? to_numpy(as_array(value), stream) : nb::borrow(value);
+  nb::object host = is_array(value) ? to_numpy(as_array(value), stream, op, what) : nb::borrow(value);
   return np.attr("asarray")(host, to_typestr(to));
 }
 
@@ -357,30 +364,18 @@ bool is_python_scalar(PyObject* v) {
   return PyLong_Check(v) || PyFloat_Check(v) || PyComplex_Check(v);  // bool is an int
 }
 
-// Writes one `dt` element everywhere in `dst`, on `stream`.
-void fill_operand(const operand& dst, const unsigned char* element, stream_handle stream,
-                  bool c_contiguous) {
-  const std::size_t itemsize = dst.dt.itemsize();
-  if (c_contiguous) {
-    gil_release release;
-    const int device = runtime::is_available() ? runtime::stream_device(stream, dst.device) : -1;
-    runtime::device_guard guard(device);
-    if (dst.ordered) runtime::order_streams(dst.stream, dst.device, stream, device);
-    ::arrayport::detail::fill_pattern(dst.data, element, itemsize, static_cast<std::size_t>(dst.size()),
-                         dst.kind, stream);
-    if (dst.ordered) runtime::order_streams(stream, device, dst.stream, dst.device);
-    return;
-  }
-  // A source of one element repeated with stride 0. strided_copy reads it before returning (the
-  // GPU gets it through a pinned temporary), so it may live on this stack.
-  operand src = dst;
-  src.data = reinterpret_cast<char*>(const_cast<unsigned char*>(element));
-  src.strides.assign(dst.shape.size(), 0);
-  src.kind = memory_kind::host;
-  src.device = -1;
-  src.ordered = false;
-  src.foreign = false;
-  copy_ordered(dst, src, stream);
+// Writes one `dt` element everywhere in `dst`, any layout, on `stream` (after dst's own work, and
+// before dst's later work). GPU memory is filled in stream order without waiting: the element is
+// a memset's byte or a kernel's parameter, so it may live on the caller's stack.
+void fill_operand(const operand& dst, const unsigned char* element, stream_handle stream, const char* what) {
+  runtime::require_reachable(dst.kind, what, "the array");
+  gil_release release;
+  const int device = runtime::is_available() ? runtime::stream_device(stream, dst.device) : -1;
+  runtime::device_guard guard(device);
+  if (dst.ordered) runtime::order_streams(dst.stream, dst.device, stream, device);
+  ::arrayport::detail::strided_fill(dst.side(), dst.shape.data(), dst.ndim(), element, dst.dt.itemsize(),
+                                    stream, fill_kernel, what);
+  if (dst.ordered) runtime::order_streams(stream, device, dst.stream, dst.device);
 }
 
 bool is_c_contiguous(const operand& op) {
@@ -404,14 +399,16 @@ bool speaks_array_protocol(PyObject* value) {
          PyObject_HasAttrString(type, "__cuda_array_interface__") == 1;
 }
 
-void assign(const operand& dst, PyObject* value, stream_handle stream, const char* what) {
+// `what` names the value argument, `op` the operation.
+void assign(const operand& dst, PyObject* value, stream_handle stream, const char* what, const char* op) {
+  runtime::require_reachable(dst.kind, op, "the array");
   if (dst.readonly) throw value_error(std::string(what) + ": assignment destination is read-only");
   if (!is_array(value) && (is_python_scalar(value) ||
                            (!PyObject_CheckBuffer(value) && PyNumber_Check(value) &&
                             !PySequence_Check(value) && !speaks_array_protocol(value)))) {
     alignas(16) unsigned char element[16] = {};  // aligned: the copy moves it in whole words
     scalar_to_bytes(value, dst.dt, element);
-    fill_operand(dst, element, stream, is_c_contiguous(dst));
+    fill_operand(dst, element, stream, op);
     return;
   }
   const auto unexpected = [&](PyObject* v) {
@@ -452,14 +449,15 @@ void assign(const operand& dst, PyObject* value, stream_handle stream, const cha
       held.reset();
       if (!is_array(value) && !PyObject_CheckBuffer(value) && !PySequence_Check(value))
         throw unexpected(value);
-      converted_value = converted(value, dst.dt, stream, what);
+      converted_value = converted(value, dst.dt, stream, what, op);
       held.emplace(converted_value.ptr(), false);
       src = held->to_operand(what);
     }
   }
+  runtime::require_reachable(src.kind, op, what);
   buffer temporary;
-  if (overlaps(dst, src)) src = staged(src, stream, temporary);  // as NumPy does: a[1:] = a[:-1]
-  copy_ordered(dst, broadcast_to(src, dst.shape, what), stream);
+  if (overlaps(dst, src)) src = staged(src, stream, temporary, op);  // as NumPy does: a[1:] = a[:-1]
+  copy_ordered(dst, broadcast_to(src, dst.shape, what), stream, op);
 }
 
 // ---- new arrays ---------------------------------------------------------------------------------
@@ -468,6 +466,7 @@ void assign(const operand& dst, PyObject* value, stream_handle stream, const cha
 // (what the argument `stream_obj` named).
 nb::object copy_to_new(PyObject* src_obj, const operand& src, dtype dt, memory_kind kind, int device,
                        stream_handle stream, nb::handle stream_obj, const char* what) {
+  runtime::require_reachable(src.kind, what, "the source");  // before allocating
   const std::size_t bytes = static_cast<std::size_t>(src.size()) * dt.itemsize();
   // The copy runs on `stream`; the new Array is ordered on a stream of its own device (`stream`
   // itself, or that device's default stream, which copy_ordered orders after the copy).
@@ -476,16 +475,16 @@ nb::object copy_to_new(PyObject* src_obj, const operand& src, dtype dt, memory_k
                                     ordered_on == stream ? stream_owner(stream_obj) : nb::handle());
   operand dst = operand_of(as_array(out.ptr()));
   if (dt == src.dt) {
-    copy_ordered(dst, src, stream);
+    copy_ordered(dst, src, stream, what);
   } else {
-    nb::object host = converted(src_obj, dt, stream, what);
+    nb::object host = converted(src_obj, dt, stream, what, what);
     held_buffer held(host.ptr(), false);
-    copy_ordered(dst, held.to_operand(what), stream);
+    copy_ordered(dst, held.to_operand(what), stream, what);
   }
   return out;
 }
 
-int device_of(const operand& op) { return ::arrayport::detail::is_gpu_memory(op.kind) ? op.device : -1; }
+int device_of(const operand& op) { return is_gpu_resident(op.kind) ? op.device : -1; }
 
 // ---- methods --------------------------------------------------------------------------------------
 
@@ -501,12 +500,47 @@ PyObject* array_get(PyObject* self, PyObject* args, PyObject* kwargs) {
   PyObject* stream = Py_None;
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:get", const_cast<char**>(keywords), &stream))
     return nullptr;
-  return method([&] { return to_numpy(as_array(self), parse_stream(stream)); });
+  return method([&] { return to_numpy(as_array(self), parse_stream(stream), "Array.get", "the array"); });
+}
+
+// NumPy asks for __array__ when it can take neither the buffer nor __array_interface__: device
+// memory (or memory nothing here can reach). Without it NumPy made an object array holding the
+// Array, and `host[...] = a` wrote its truth or failed on a conversion: silently wrong. Device
+// memory is a TypeError pointing to get(), as CuPy and PyTorch answer (a hidden copy would hide a
+// wait); host memory, asked directly, is NumPy's view of the buffer (a copy with copy=True).
+PyObject* array_array(PyObject* self, PyObject* args, PyObject* kwargs) {
+  static const char* keywords[] = {"dtype", "copy", nullptr};
+  PyObject *dtype_obj = Py_None, *copy = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OO:__array__", const_cast<char**>(keywords),
+                                   &dtype_obj, &copy))
+    return nullptr;
+  return method([&]() -> nb::object {
+    array_object* a = as_array(self);
+    const auto kind = static_cast<memory_kind>(a->view.memory_kind);
+    runtime::require_reachable(kind, "Array.__array__", "the array");
+    if (!is_host_accessible(kind))
+      throw type_error("Array.__array__: the array is in device memory, which NumPy cannot view; "
+                       "use .get() for a NumPy copy (it waits for the array's stream)");
+    nb::module_ np = import_numpy("Array.__array__");
+    nb::object buffer = nb::steal(PyMemoryView_FromObject(self));  // waits for the stream
+    if (!buffer.is_valid()) throw nb::python_error();
+    nb::object dt = nb::borrow(dtype_obj);
+    if (copy == Py_True) return np.attr("array")(buffer, dt);
+    nb::object out = np.attr("asarray")(buffer, dt);
+    const int shared = PyObject_IsTrue(np.attr("shares_memory")(out, buffer).ptr());
+    if (shared < 0) throw nb::python_error();
+    if (copy == Py_False && !shared)
+      throw value_error("Array.__array__: copy=False, but dtype " +
+                        std::string(nb::str(dt).c_str()) + " needs a copy");
+    return out;
+  });
 }
 
 PyObject* array_fill(PyObject* self, PyObject* value) {
   return method([&] {
     array_object* a = as_array(self);
+    const auto kind = static_cast<memory_kind>(a->view.memory_kind);
+    runtime::require_reachable(kind, "Array.fill", "the array");
     if (is_readonly(a)) throw value_error("fill(): assignment destination is read-only");
     const dtype dt = dtype::from_c(a->view.dtype);
     alignas(16) unsigned char element[16] = {};
@@ -514,15 +548,13 @@ PyObject* array_fill(PyObject* self, PyObject* value) {
     // On the array's own stream, as the creation functions that call this fill.
     if (is_c_contiguous(a->view)) {  // zeros() and friends come here: no operand to build
       gil_release release;
-      const auto kind = static_cast<memory_kind>(a->view.memory_kind);
-      runtime::device_guard guard(::arrayport::detail::is_gpu_memory(kind)
-                                      ? runtime::stream_device(a->view.stream, a->view.device.device_id)
-                                      : -1);
-      ::arrayport::detail::fill_pattern(a->view.data, element, dt.itemsize(),
-                                        static_cast<std::size_t>(element_count(a->view)),
-                                        static_cast<memory_kind>(a->view.memory_kind), a->view.stream);
+      runtime::device_guard guard(
+          is_gpu_resident(kind) ? runtime::stream_device(a->view.stream, a->view.device.device_id) : -1);
+      ::arrayport::detail::strided_fill({a->view.data, nullptr, kind, array_device(a)}, a->view.shape,
+                                        a->view.ndim, element, dt.itemsize(), a->view.stream,
+                                        fill_kernel, "Array.fill");
     } else {
-      fill_operand(operand_of(a), element, a->view.stream, false);
+      fill_operand(operand_of(a), element, a->view.stream, "Array.fill");
     }
     return nb::none();
   });
@@ -538,7 +570,7 @@ int array_ass_subscript(PyObject* self, PyObject* key, PyObject* value) {
     if (is_readonly(a)) throw value_error("assignment destination is read-only");
     basic_index target = resolve_basic_index(a, key);
     assign(operand_of(a, target.data, target.shape, target.strides), value, current_stream().handle,
-           "value");
+           "value", "Array.__setitem__");
     return 0;
   });
 }
@@ -551,6 +583,7 @@ PyObject* array_copy(PyObject* self, PyObject* args, PyObject* kwargs) {
     return nullptr;
   return method([&] {
     const operand src = operand_of(as_array(self));
+    runtime::require_reachable(src.kind, "Array.copy", "the array");
     const std::optional<std::string> mem = memory_arg(memory);
     const memory_kind kind = mem ? parse_memory(mem) : src.kind;
     const int dev = device_arg(device).value_or(mem && kind != src.kind ? -1 : device_of(src));
@@ -567,6 +600,7 @@ PyObject* array_copy_to(PyObject* self, PyObject* args, PyObject* kwargs) {
     return nullptr;
   return method([&] {
     const operand src = operand_of(as_array(self));
+    runtime::require_reachable(src.kind, "Array.copy_to", "the array");
     std::optional<held_buffer> held;
     operand dst;
     if (is_array(dst_obj)) {
@@ -578,6 +612,7 @@ PyObject* array_copy_to(PyObject* self, PyObject* args, PyObject* kwargs) {
       throw type_error("copy_to: dst: expected an arrayport.Array or a writable object with the "
                        "buffer protocol, got " + type_name(dst_obj));
     }
+    runtime::require_reachable(dst.kind, "Array.copy_to", "dst");
     if (dst.readonly) throw value_error("copy_to: dst is read-only (assignment destination is read-only)");
     if (dst.shape != src.shape)
       throw value_error("copy_to: dst: expected shape " + shape_string(src.shape.data(), src.shape.size()) +
@@ -588,7 +623,8 @@ PyObject* array_copy_to(PyObject* self, PyObject* args, PyObject* kwargs) {
                        "; convert with copy(dtype=...) or assign with dst[...] = src");
     buffer temporary;
     const stream_handle s = parse_stream(stream);
-    copy_ordered(dst, overlaps(dst, src) ? staged(src, s, temporary) : src, s);
+    copy_ordered(dst, overlaps(dst, src) ? staged(src, s, temporary, "Array.copy_to") : src, s,
+                 "Array.copy_to");
     return nb::none();
   });
 }
@@ -607,11 +643,16 @@ PyObject* array_to(PyObject* self, PyObject* args, PyObject* kwargs) {
     const dtype dt = dtype_arg(dtype_obj).value_or(src.dt);
     const stream_handle s = parse_stream(stream);  // checked even when nothing is copied
     const memory_kind asked = mem ? parse_memory(mem) : src.kind;
+    if (!runtime::is_reachable(src.kind)) {  // itself where nothing changes; no copy can be made
+      if (asked == src.kind && dev_arg.value_or(src.device) == src.device && dt == src.dt && !force_copy)
+        return nb::borrow(self);
+      runtime::require_reachable(src.kind, "Array.to", "the array");
+    }
     // Where the memory would come from: managed and pinned requests are host memory without a GPU.
     const int dev = dev_arg.value_or(asked == src.kind ? device_of(src) : -1);
     const memory_resource& resource = get_memory_resource(asked, dev);
     const bool same_place = resource.kind() == src.kind &&
-                            (!::arrayport::detail::is_gpu_memory(src.kind) || resource.device() == src.device);
+                            (!is_gpu_resident(src.kind) || resource.device() == src.device);
     if (same_place && dt == src.dt && !force_copy) return nb::borrow(self);
     return copy_to_new(self, src, dt, asked, dev, s, stream, "to");
   });
@@ -629,6 +670,7 @@ PyObject* array_prefetch(PyObject* self, PyObject* args, PyObject* kwargs) {
     if (op.kind != memory_kind::managed)
       throw value_error("prefetch: needs managed memory, but this array is in " +
                         std::string(to_string(op.kind)) + " memory");
+    runtime::require_reachable(op.kind, "Array.prefetch", "the array");
     const int where = location_arg(device, op.device, "prefetch");
     const stream_handle s = parse_stream(stream);
     std::uintptr_t lo, hi;
@@ -673,6 +715,7 @@ PyObject* array_advise(PyObject* self, PyObject* args, PyObject* kwargs) {
     if (op.kind != memory_kind::managed)
       throw value_error("advise: needs managed memory, but this array is in " +
                         std::string(to_string(op.kind)) + " memory");
+    runtime::require_reachable(op.kind, "Array.advise", "the array");
     const int where = location_arg(device, op.device, "advise");
     std::uintptr_t lo, hi;
     ::arrayport::detail::byte_span(op.side(), op.shape.data(), op.ndim(), op.dt.itemsize(), lo, hi);
@@ -684,10 +727,11 @@ PyObject* array_advise(PyObject* self, PyObject* args, PyObject* kwargs) {
 std::vector<unsigned char> leading_elements(array_object* a, std::int64_t count) {
   const std::size_t itemsize = itemsize_of(a);
   std::vector<unsigned char> head(static_cast<std::size_t>(count) * itemsize);
+  const auto kind = static_cast<memory_kind>(a->view.memory_kind);
+  runtime::require_reachable(kind, "Array.__repr__", "the array");
   if (count <= 0) return head;
   const int ndim = a->view.ndim;
   std::vector<std::int64_t> index(static_cast<std::size_t>(ndim), 0);
-  const auto kind = static_cast<memory_kind>(a->view.memory_kind);
   gil_release release;
   if (is_host_accessible(kind)) runtime::stream_synchronize(a->view.stream, array_device(a));
   for (std::int64_t i = 0; i < count; ++i) {
@@ -696,7 +740,8 @@ std::vector<unsigned char> leading_elements(array_object* a, std::int64_t count)
     const char* element = static_cast<const char*>(a->view.data) + offset * static_cast<std::int64_t>(itemsize);
     unsigned char* out = head.data() + static_cast<std::size_t>(i) * itemsize;
     if (is_host_accessible(kind)) std::memcpy(out, element, itemsize);
-    else runtime::memcpy_async(out, element, itemsize, a->view.stream);  // a few bytes each
+    else runtime::memcpy_async(out, memory_kind::host, element, kind, itemsize, a->view.stream,
+                               "Array.__repr__");  // a few bytes each
     for (int k = ndim - 1; k >= 0; --k) {  // the next index in C order
       if (++index[static_cast<std::size_t>(k)] < a->view.shape[k]) break;
       index[static_cast<std::size_t>(k)] = 0;
@@ -734,6 +779,7 @@ void register_copy_functions(nb::module_& m) {
           const int dev = device_arg(device.ptr()).value_or(-1);
           if (is_array(a.ptr())) {
             const operand src = operand_of(as_array(a.ptr()));
+            runtime::require_reachable(src.kind, "to_gpu", "a");
             return copy_to_new(a.ptr(), src, dtype_arg(dtype_obj.ptr()).value_or(src.dt),
                                memory_kind::device, dev, s, stream, "to_gpu");
           }

@@ -61,8 +61,7 @@ inline bool is_f_contiguous(const arrayport_view_t& v) noexcept {
 /// The CUDA device of an Array's device or managed memory, whose default stream a default-stream
 /// handle in the Array names; -1 for host kinds (the current device's).
 inline int array_device(const array_object* a) noexcept {
-  const auto kind = static_cast<memory_kind>(a->view.memory_kind);
-  return kind == memory_kind::device || kind == memory_kind::managed ? a->view.device.device_id : -1;
+  return is_gpu_resident(static_cast<memory_kind>(a->view.memory_kind)) ? a->view.device.device_id : -1;
 }
 
 inline bool is_readonly(const array_object* a) noexcept {
@@ -111,6 +110,7 @@ stream_handle array_stream(memory_kind kind, int device, stream_handle stream,
 // Methods and slots of arrayport.Array implemented in array_copy.cpp.
 PyObject* array_get(PyObject* self, PyObject* args, PyObject* kwargs);
 PyObject* array_fill(PyObject* self, PyObject* value);
+PyObject* array_array(PyObject* self, PyObject* args, PyObject* kwargs);
 PyObject* array_copy(PyObject* self, PyObject* args, PyObject* kwargs);
 PyObject* array_copy_to(PyObject* self, PyObject* args, PyObject* kwargs);
 PyObject* array_to(PyObject* self, PyObject* args, PyObject* kwargs);

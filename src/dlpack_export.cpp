@@ -132,6 +132,7 @@ PyObject* export_impl(PyObject* self, PyObject* args, PyObject* kwargs) {
     if (same_device(device, type, id)) {
       // what it is already
     } else if (type == ARRAYPORT_DEVICE_CPU && is_host_accessible(kind)) {
+      runtime::require_reachable(kind, "Array.__dlpack__", "the array");  // managed memory
       device = {ARRAYPORT_DEVICE_CPU, 0};  // managed and pinned memory are readable as CPU memory
     } else if (type == ARRAYPORT_DEVICE_CUDA && kind == memory_kind::managed &&
                id == device.device_id) {

@@ -1,15 +1,19 @@
-// The strided-copy kernel: one thread per word, grid-stride, offsets from the linear index.
+// The strided-copy and strided-fill kernels: one thread per word, grid-stride, offsets from the
+// linear index.
 //
 // Instantiated per word size (1, 2, 4, 8, 16 bytes: the layout guarantees the alignment) and per
 // rank class: up to 2 and up to 4 axes with the rank fixed at compile time (the index arithmetic
 // unrolls; 32-bit indices where the count allows, as integer division is much cheaper), and a
 // generic form for any rank. Most copies collapse to 2 or 3 axes (strided rows, transposes).
+// A fill is a copy whose source is one element held in the kernel's parameters, so the launch
+// returns at once and the caller's element may go.
 #include "strided_copy.hpp"
 
 #include <arrayport/runtime.hpp>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 namespace arrayport::ext {
 namespace {
@@ -103,7 +107,101 @@ void launch_word(const ::arrayport::detail::copy_layout& l, cudaStream_t stream)
   else copy_any_rank<Word><<<grid_for(l.count), block_size, 0, stream>>>(l);
 }
 
+// ---- fills ----------------------------------------------------------------------------------
+
+// Every word the same (the element is one word): a contiguous run, the commonest fill.
+template <class Word>
+__global__ void fill_contiguous(Word* dst, std::uint64_t count, Word value) {
+  const std::uint64_t step = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
+  for (std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += step)
+    dst[i] = value;
+}
+
+// Every word the same, strided destination (a[::2] = 1.0, a column).
+template <class Word, int Rank>
+__global__ void fill_fixed_rank(fixed_layout<Rank> l, std::uint32_t count, Word value) {
+  const std::uint32_t step = gridDim.x * blockDim.x;
+  for (std::uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += step) {
+    std::uint32_t rest = i;
+    std::int64_t d = 0;
+#pragma unroll
+    for (int a = Rank - 1; a > 0; --a) {
+      const auto n = static_cast<std::uint32_t>(l.shape[a]);
+      d += static_cast<std::int64_t>(rest % n) * l.dst_strides[a];
+      rest /= n;
+    }
+    d += static_cast<std::int64_t>(rest) * l.dst_strides[0];
+    *reinterpret_cast<Word*>(l.dst + d) = value;
+  }
+}
+
+// Anything else: any rank, and elements written in several words (a destination aligned to less
+// than the element), whose source offsets step within `value`.
+template <class Word>
+__global__ void fill_any_rank(::arrayport::detail::copy_layout l, ::arrayport::detail::fill_value value) {
+  const std::uint64_t count = static_cast<std::uint64_t>(l.count);
+  const std::uint64_t step = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
+  const auto base = reinterpret_cast<std::uintptr_t>(l.src);  // an offset into value.bytes
+  for (std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += step) {
+    std::uint64_t rest = i;
+    std::int64_t d = 0, s = 0;
+    for (int a = l.ndim - 1; a > 0; --a) {
+      const auto n = static_cast<std::uint64_t>(l.shape[a]);
+      const auto idx = static_cast<std::int64_t>(rest % n);
+      rest /= n;
+      d += idx * l.dst_strides[a];
+      s += idx * l.src_strides[a];
+    }
+    d += static_cast<std::int64_t>(rest) * l.dst_strides[0];
+    s += static_cast<std::int64_t>(rest) * l.src_strides[0];
+    *reinterpret_cast<Word*>(l.dst + d) =
+        *reinterpret_cast<const Word*>(value.bytes + base + static_cast<std::uint64_t>(s));
+  }
+}
+
+template <class Word>
+void fill_word(const ::arrayport::detail::copy_layout& l, const ::arrayport::detail::fill_value& v,
+               cudaStream_t stream) {
+  // One word per element and the source never moves: every word is the element.
+  bool uniform = reinterpret_cast<std::uintptr_t>(l.src) == 0;
+  for (int a = 0; a < l.ndim; ++a)
+    if (l.shape[a] != 1 && l.src_strides[a] != 0) uniform = false;
+  if (!uniform) {
+    fill_any_rank<Word><<<grid_for(l.count), block_size, 0, stream>>>(l, v);
+    return;
+  }
+  Word w;
+  std::memcpy(&w, v.bytes, sizeof(Word));
+  if (::arrayport::detail::side_is_contiguous(l, true))
+    fill_contiguous<Word><<<grid_for(l.count), block_size, 0, stream>>>(
+        reinterpret_cast<Word*>(l.dst), static_cast<std::uint64_t>(l.count), w);
+  else if (l.ndim <= 2 && l.count <= INT32_MAX)
+    fill_fixed_rank<Word, 2><<<grid_for(l.count), block_size, 0, stream>>>(
+        to_fixed<2>(l), static_cast<std::uint32_t>(l.count), w);
+  else if (l.ndim <= 4 && l.count <= INT32_MAX)
+    fill_fixed_rank<Word, 4><<<grid_for(l.count), block_size, 0, stream>>>(
+        to_fixed<4>(l), static_cast<std::uint32_t>(l.count), w);
+  else
+    fill_any_rank<Word><<<grid_for(l.count), block_size, 0, stream>>>(l, v);
+}
+
 }  // namespace
+
+void launch_strided_fill(const ::arrayport::detail::copy_layout& l,
+                         const ::arrayport::detail::fill_value& value, stream_handle stream) {
+  if (l.count == 0) return;
+  auto s = static_cast<cudaStream_t>(stream);
+  switch (l.word) {
+    case 16: fill_word<uint4>(l, value, s); break;
+    case 8: fill_word<unsigned long long>(l, value, s); break;
+    case 4: fill_word<unsigned int>(l, value, s); break;
+    case 2: fill_word<unsigned short>(l, value, s); break;
+    default: fill_word<unsigned char>(l, value, s); break;
+  }
+  runtime::check_launch("strided fill kernel <<<...>>>");
+}
 
 void launch_strided_copy(const ::arrayport::detail::copy_layout& l, stream_handle stream) {
   if (l.count == 0) return;

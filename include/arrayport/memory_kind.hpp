@@ -53,6 +53,13 @@ constexpr bool is_device_accessible(memory_kind kind) noexcept {
   return kind != memory_kind::host;
 }
 
+/// Does memory of this kind live on a GPU: device memory, and managed memory, whose pages the
+/// driver migrates? Such memory names a CUDA device, is touched only with CUDA usable (see
+/// runtime::is_reachable), and a CPU loop over it would fault pages across the bus.
+constexpr bool is_gpu_resident(memory_kind kind) noexcept {
+  return kind == memory_kind::device || kind == memory_kind::managed;
+}
+
 /// The DLPack device of memory of this kind on CUDA device `device` (ignored for host kinds).
 constexpr arrayport_device_t dlpack_device(memory_kind kind, int device) noexcept {
   switch (kind) {

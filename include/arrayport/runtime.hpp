@@ -194,6 +194,29 @@ inline void require_device(const char* what) {
   if (a.device_count == 0) throw no_device_error(std::string(what) + " needs a CUDA device, but " + a.reason);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Reachability: what memory this process may touch. Every copy, fill and read in arrayport asks
+// here before it touches memory, so memory nothing here can reach is never dereferenced.
+
+/// Can this process touch memory of `kind`? Host and pinned memory always (with the CPU);
+/// GPU-resident memory (device, managed) only with a usable CUDA device, through CUDA: without
+/// one, its address is no memory the CPU may read (a view of another process's or library's claim).
+inline bool is_reachable(memory_kind kind) {
+  return !is_gpu_resident(kind) || is_available();
+}
+
+/// Throws no_device_error unless memory of `kind` is reachable, naming the operation and whose
+/// memory it is: "Array.fill: the array is in device memory, which this machine cannot reach: ...".
+/// In a fork() child of a process that had initialised CUDA, throws cuda_error naming fork().
+inline void require_reachable(memory_kind kind, const char* what, const char* whose) {
+  if (!is_gpu_resident(kind)) return;
+  check_not_forked(what);
+  if (is_available()) return;
+  throw no_device_error(std::string(what) + ": " + whose + " is in " +
+                        std::string(to_string(kind)) + " memory, which this machine cannot reach: " +
+                        probe().reason);
+}
+
 /// Throws value_error unless 0 <= device < device_count().
 inline void require_device_index(int device, const char* what) {
   require_device(what);
@@ -605,9 +628,17 @@ inline bool cuda_knows_pointer(const void* p) noexcept {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Copies. Unified addressing lets the runtime infer the direction from the pointers.
+// Copies and memsets. Unified addressing lets the runtime infer the direction from the pointers.
+// Each names the memory kinds it touches and refuses memory this process cannot reach.
 
-inline void memcpy_async(void* dst, const void* src, std::size_t bytes, stream_handle stream) {
+/// Copies `bytes` from `src` (memory of `src_kind`) to `dst` (of `dst_kind`) in order on `stream`:
+/// cudaMemcpyAsync where CUDA is usable, else a CPU memcpy, which only host and pinned memory get
+/// (no_device_error naming `what` for the others). Returns once queued; a copy into pageable host
+/// memory is complete on return (CUDA's rule).
+inline void memcpy_async(void* dst, memory_kind dst_kind, const void* src, memory_kind src_kind,
+                         std::size_t bytes, stream_handle stream, const char* what) {
+  require_reachable(dst_kind, what, "the destination");
+  require_reachable(src_kind, what, "the source");
   if (bytes == 0) return;
 #if ARRAYPORT_HAS_CUDA
   if (is_available()) {
@@ -619,7 +650,12 @@ inline void memcpy_async(void* dst, const void* src, std::size_t bytes, stream_h
   std::memcpy(dst, src, bytes);
 }
 
-inline void memset_async(void* dst, int value, std::size_t bytes, stream_handle stream) {
+/// Sets `bytes` bytes at `dst` (memory of `kind`) to `value` in order on `stream`: cudaMemsetAsync
+/// where CUDA is usable (the value travels with the call: nothing waits), else a CPU memset of host
+/// or pinned memory (no_device_error naming `what` for the others).
+inline void memset_async(void* dst, memory_kind kind, int value, std::size_t bytes,
+                         stream_handle stream, const char* what) {
+  require_reachable(kind, what, "the destination");
   if (bytes == 0) return;
 #if ARRAYPORT_HAS_CUDA
   if (is_available()) {
@@ -629,6 +665,16 @@ inline void memset_async(void* dst, int value, std::size_t bytes, stream_handle 
 #endif
   (void)stream;
   std::memset(dst, value, bytes);
+}
+
+/// The same for memory the caller knows to be host memory, or known to CUDA where CUDA is usable
+/// (what arrayport's own allocations are): without a device both sides are taken as host memory.
+inline void memcpy_async(void* dst, const void* src, std::size_t bytes, stream_handle stream) {
+  memcpy_async(dst, memory_kind::host, src, memory_kind::host, bytes, stream, "memcpy_async");
+}
+
+inline void memset_async(void* dst, int value, std::size_t bytes, stream_handle stream) {
+  memset_async(dst, memory_kind::host, value, bytes, stream, "memset_async");
 }
 
 /// Prefetches managed memory to `device` (or to the host when device < 0).

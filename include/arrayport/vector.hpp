@@ -58,7 +58,8 @@ class vector {
   vector(std::initializer_list<T> values, memory_kind kind = default_memory_kind(),
          int device = -1, stream_handle stream = nullptr)
       : vector(values.size(), kind, device, stream) {
-    runtime::memcpy_async(data(), values.begin(), values.size() * sizeof(T), m_stream);
+    runtime::memcpy_async(data(), this->kind(), values.begin(), memory_kind::host,
+                          values.size() * sizeof(T), m_stream, "vector");
     runtime::stream_synchronize(m_stream);  // the initializer list dies at the end of the call
   }
 
@@ -82,7 +83,8 @@ class vector {
   /// A deep copy on the same kind, device and stream.
   vector copy() const {
     vector out(m_size, kind(), device(), m_stream);
-    runtime::memcpy_async(out.data(), data(), m_size * sizeof(T), m_stream);
+    runtime::memcpy_async(out.data(), out.kind(), data(), kind(), m_size * sizeof(T), m_stream,
+                          "vector::copy");
     return out;
   }
 
@@ -127,7 +129,8 @@ class vector {
       throw value_error("vector: " + std::to_string(n) + " elements of " +
                         std::to_string(sizeof(T)) + " bytes overflow the address space");
     buffer grown(n * sizeof(T), m_kind, m_device, m_stream);
-    runtime::memcpy_async(grown.data(), m_buffer.data(), m_size * sizeof(T), m_stream);
+    runtime::memcpy_async(grown.data(), grown.kind(), m_buffer.data(), kind(), m_size * sizeof(T),
+                          m_stream, "vector::reserve");
     m_buffer = std::move(grown);  // the old storage is released on m_stream, after the copy
   }
 
@@ -165,7 +168,8 @@ class vector {
   /// Copies the elements to a std::vector on the host (waits for the copy).
   std::vector<T> to_host() const {
     std::vector<T> out(m_size);
-    runtime::memcpy_async(out.data(), data(), m_size * sizeof(T), m_stream);
+    runtime::memcpy_async(out.data(), memory_kind::host, data(), kind(), m_size * sizeof(T),
+                          m_stream, "vector::to_host");
     runtime::stream_synchronize(m_stream);
     return out;
   }
@@ -194,7 +198,7 @@ class vector {
   }
 
   void fill_range(size_type first, size_type count, const T& value) {
-    detail::fill_pattern(data() + first, &value, sizeof(T), count, kind(), m_stream);
+    detail::fill_pattern(data() + first, &value, sizeof(T), count, kind(), m_stream, "vector::fill");
   }
 
   buffer m_buffer;

@@ -129,7 +129,7 @@ placement place(const char* op_name, const ops_arg* const* arrays, int n) {
     if (k == memory_kind::host && !host_arg) host_arg = a;
     if (k == memory_kind::device) any_device_only = true;
     if (k != memory_kind::host) any_cuda = true;
-    if (k == memory_kind::device || k == memory_kind::managed) {
+    if (is_gpu_resident(k)) {
       if (!device_arg) {
         device_arg = a;
       } else if (a->view.device().device_id != device_arg->view.device().device_id) {

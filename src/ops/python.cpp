@@ -65,6 +65,18 @@ void write_label(char (&out)[96], const char* op_name, const char* name) {
 // a Python scalar (bool, int, float, complex: weak in NEP 50's sense), or any other array through
 // the consume bridge (buffer protocol, DLPack, __cuda_array_interface__), with its checks and
 // messages. The producer's pending work is ordered before the current stream.
+// GPU memory without a usable device (a view of a foreign claim) never reaches a CPU kernel.
+void require_reachable_operand(const ops_arg& arg, input_holder& h, const char* op_name,
+                               const char* name, PyObject* o) {
+  const memory_kind kind = arg.view.kind();
+  if (runtime::is_reachable(kind)) return;
+  write_label(h.label, op_name, name);
+  throw no_device_error(std::string(h.label) + ": expected memory the CPU can read (this machine has no "
+                        "usable CUDA device: " + runtime::probe().reason + "), got " +
+                        std::string(to_string(kind)) + " memory (from " +
+                        python::detail::type_name(o) + ")");
+}
+
 void ops_input(nb::handle obj, const char* op_name, const char* name, input_holder& h,
                ops_arg& arg, bool allow_scalar = true) {
   arg.name = name;
@@ -72,6 +84,7 @@ void ops_input(nb::handle obj, const char* op_name, const char* name, input_hold
   PyObject* o = obj.ptr();
   if (is_array(o)) {
     arg.view = strided_view(reinterpret_cast<array_object*>(o)->view);
+    require_reachable_operand(arg, h, op_name, name, o);
     return;
   }
   if (allow_scalar) {
@@ -102,12 +115,7 @@ void ops_input(nb::handle obj, const char* op_name, const char* name, input_hold
                      python::detail::type_name(o));
   }
   arg.view = h.held->view();
-  const memory_kind kind = arg.view.kind();
-  if (!is_host_accessible(kind) && !runtime::is_available())
-    throw no_device_error(std::string(h.label) + ": expected memory the CPU can read (this machine has no "
-                          "usable CUDA device: " + runtime::probe().reason + "), got " +
-                          std::string(to_string(kind)) + " memory (from " +
-                          python::detail::type_name(o) + ")");
+  require_reachable_operand(arg, h, op_name, name, o);
 }
 
 // Foreign arrays are released when the op returns, but a GPU kernel reads them (and writes a

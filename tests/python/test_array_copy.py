@@ -530,3 +530,38 @@ def test_prefetch_and_advise_on_managed_memory():
 def test_repr_of_device_views_copies_only_the_leading_values():
     d = ap.to_gpu(np.arange(12, dtype=np.int32).reshape(3, 4))
     assert repr(d.T).startswith("arrayport.Array([0, 4, 8, 1, 5, 9, ...], dtype=int32, shape=(4, 3), memory='device', device=0")
+
+
+# ---- __array__ ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [d for d in DTYPES if d != "bfloat16"])
+@pytest.mark.parametrize("memory", ["host", "pinned", "managed"])
+def test_array_dunder_of_host_accessible_memory_is_a_numpy_view(dtype, memory):
+    x = values((3, 5), dtype)
+    a = ap.asarray(x, memory=memory)
+    v = a.__array__()
+    np.testing.assert_array_equal(v, x)
+    assert v.__array_interface__["data"][0] == a.ptr  # a view, not a copy
+    c = a.__array__(copy=True)
+    np.testing.assert_array_equal(c, x)
+    assert c.__array_interface__["data"][0] != a.ptr
+    other = "complex128" if dtype != "complex128" else "complex64"
+    np.testing.assert_array_equal(a.__array__(other), x.astype(other))
+    assert a.__array__(dtype, copy=False).__array_interface__["data"][0] == a.ptr
+    with pytest.raises(ValueError, match=rf"^Array.__array__: copy=False, but dtype {other} needs a copy"):
+        a.__array__(other, copy=False)
+
+
+@needs_gpu
+@pytest.mark.parametrize("shape", [(), (4,), (3, 5)])
+def test_numpy_refuses_device_memory_and_points_to_get(shape):
+    # Formerly an object array holding the Array, and host[...] = a wrote its truth: silently wrong.
+    a = ap.zeros(shape, "float32", memory="device")
+    message = r"^Array.__array__: the array is in device memory, which NumPy cannot view; use .get\(\)"
+    for convert in (np.asarray, np.array, lambda v: np.asarray(v, dtype="float64")):
+        with pytest.raises(TypeError, match=message):
+            convert(a)
+    host = np.ones(shape, "float32")
+    with pytest.raises(TypeError, match=message):
+        host[...] = a
+    np.testing.assert_array_equal(host, np.ones(shape, "float32"))

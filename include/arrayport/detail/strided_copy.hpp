@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <type_traits>
 
 namespace arrayport::detail {
@@ -53,11 +54,6 @@ static_assert(std::is_trivially_copyable_v<copy_layout> && std::is_standard_layo
 /// Launches the CUDA kernel that runs `layout` on `stream` (both sides device-accessible). Code
 /// compiled with nvcc supplies it; nullptr where there is none.
 using copy_kernel_launcher = void (*)(const copy_layout& layout, stream_handle stream);
-
-/// Is memory of this kind resident on a GPU (where a CPU loop would fault pages across the bus)?
-constexpr bool is_gpu_memory(memory_kind kind) noexcept {
-  return kind == memory_kind::device || kind == memory_kind::managed;
-}
 
 /// Reduces a copy of `shape` (ndim extents) of `itemsize`-byte elements to its simplest form.
 /// Reordering and merging axes is exact because each destination element is written once from its
@@ -305,7 +301,8 @@ inline void stage_to_gpu(const copy_layout& l, const copy_operand& dst, stream_h
     to_device = with_contiguous_side(l, false, host.data());
   }
   buffer device(bytes, memory_kind::device, dst.device, stream);
-  runtime::memcpy_async(device.data(), host.data(), bytes, stream);
+  runtime::memcpy_async(device.data(), device.kind(), host.data(), host.kind(), bytes, stream,
+                        "strided copy");
   to_device.src = static_cast<const char*>(device.data()) +
                   (to_device.src - static_cast<const char*>(host.data()));
   kernel(to_device, stream);
@@ -324,12 +321,14 @@ inline void stage_from_gpu(const copy_layout& l, const copy_operand& src, stream
     contiguous = device.data();
   }
   if (side_is_contiguous(l, true)) {
-    runtime::memcpy_async(l.dst, contiguous, packed, stream);
+    runtime::memcpy_async(l.dst, memory_kind::host, contiguous, src.kind, packed, stream,
+                          "strided copy");
     runtime::stream_synchronize(stream);  // pageable: complete before the caller reads it
     return;
   }
   buffer host(packed, memory_kind::pinned, -1, stream);
-  runtime::memcpy_async(host.data(), contiguous, packed, stream);
+  runtime::memcpy_async(host.data(), host.kind(), contiguous, src.kind, packed, stream,
+                        "strided copy");
   runtime::stream_synchronize(stream);
   copy_on_host(with_contiguous_side(l, false, host.data()));
 }
@@ -341,18 +340,23 @@ inline void stage_from_gpu(const copy_layout& l, const copy_operand& src, stream
 /// `dst`). Never synchronises the device. Device work is left queued; host memory written by the
 /// CPU is complete on return, and the CPU waits for `stream` before it touches memory. The views
 /// must not overlap (stage one through a temporary first). `kernel` may be nullptr: strided copies
-/// into GPU memory then throw, other cases fall back to the CPU.
+/// into GPU memory then throw, other cases fall back to the CPU. A side this process cannot reach
+/// (GPU memory without a usable device) is no_device_error naming `what`, whatever the extents.
 inline void strided_copy(const copy_operand& dst, const copy_operand& src, const std::int64_t* shape,
                          int ndim, std::size_t itemsize, stream_handle stream,
-                         copy_kernel_launcher kernel) {
+                         copy_kernel_launcher kernel, const char* what = "strided copy") {
+  runtime::require_reachable(dst.kind, what, "the destination");
+  runtime::require_reachable(src.kind, what, "the source");
   const copy_layout l = make_copy_layout(dst, src, shape, ndim, itemsize);
   if (l.count == 0) return;
   if (is_contiguous(l)) {
-    runtime::memcpy_async(l.dst, l.src, static_cast<std::size_t>(l.count) * static_cast<std::size_t>(l.word), stream);
+    runtime::memcpy_async(l.dst, dst.kind, l.src, src.kind,
+                          static_cast<std::size_t>(l.count) * static_cast<std::size_t>(l.word),
+                          stream, what);
     return;
   }
-  const bool gpu = runtime::is_available();
-  if (!gpu || (!is_gpu_memory(dst.kind) && !is_gpu_memory(src.kind))) {
+  // Both sides are reachable: without a device, both are host or pinned memory.
+  if (!is_gpu_resident(dst.kind) && !is_gpu_resident(src.kind)) {
     runtime::stream_synchronize(stream);
     copy_on_host(l);
     return;
@@ -361,15 +365,15 @@ inline void strided_copy(const copy_operand& dst, const copy_operand& src, const
     kernel(l, stream);
     return;
   }
-  if (kernel && is_gpu_memory(dst.kind)) return stage_to_gpu(l, dst, stream, kernel);
-  if (kernel && is_gpu_memory(src.kind)) return stage_from_gpu(l, src, stream, kernel);
+  if (kernel && is_gpu_resident(dst.kind)) return stage_to_gpu(l, dst, stream, kernel);
+  if (kernel && is_gpu_resident(src.kind)) return stage_from_gpu(l, src, stream, kernel);
   if (is_host_accessible(dst.kind) && is_host_accessible(src.kind)) {  // managed, without a kernel
     runtime::stream_synchronize(stream);
     copy_on_host(l);
     return;
   }
-  throw value_error("strided copy: a non-contiguous copy involving device memory needs the CUDA "
-                    "copy kernel, which this build does not have");
+  throw value_error(std::string(what) + ": a non-contiguous copy involving device memory needs "
+                    "the CUDA copy kernel, which this build does not have");
 }
 
 }  // namespace arrayport::detail
