@@ -159,9 +159,10 @@ def test_the_kernel_waits_for_the_producers_current_stream(scale, producer):
         a = torch.cuda.Stream()
         a_handle, make_current, done = a.cuda_stream, torch.cuda.stream(a), a.query
         read = lambda: x.cpu().numpy()  # noqa: E731
-    # Warm-up outside the timed part: CuPy loads its fill kernel on first use, which can outlast
-    # the ~100 ms sleep when this is the first CuPy test of the process.
-    x.fill(0.0) if producer == "cupy" else x.fill_(0.0)
+    # Warm-up outside the timed part: CuPy loads its fill kernel on first use (150-220 ms in a fresh
+    # process on an H100), outlasting the ~100 ms sleep when this is the process's first CuPy test.
+    # A fill of 0 is a memset and loads nothing.
+    x.fill(1.0) if producer == "cupy" else x.fill_(1.0)
     f(x, 1.0)
     torch.cuda.synchronize()
     b = ap.cuda.Stream()
