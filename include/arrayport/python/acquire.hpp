@@ -136,6 +136,14 @@ class acquired {
   /// Drops the view now (releases the buffer, calls the DLPack deleter, drops the producer).
   void release() noexcept;
 
+  /// Visits the Python objects this holds strong references to: the producer, and a buffer's
+  /// exporter object. For the tp_traverse of a GC-tracked object that keeps an `acquired`.
+  int traverse(visitproc visit, void* arg) const {
+    Py_VISIT(m_owner);
+    if (m_source == source::buffer) Py_VISIT(m_buffer.obj);
+    return 0;
+  }
+
  private:
   enum class source : std::uint8_t { none, reference, buffer, dlpack_legacy, dlpack_versioned };
   friend acquired acquire(PyObject*, const constraints&, const acquire_options&);
