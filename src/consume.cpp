@@ -212,6 +212,12 @@ nb::object view(nb::handle obj, nb::handle stream, bool sync, nb::handle protoco
       acquire_for_python(obj, parse_stream(stream), sync, parse_protocol(protocol), false));
 }
 
+bool offers_array_protocol(nb::handle obj) {
+  const PyTypeObject* type = Py_TYPE(obj.ptr());
+  if (is_array(obj.ptr()) || (type->tp_as_buffer && type->tp_as_buffer->bf_getbuffer)) return true;
+  return nb::hasattr(obj, "__dlpack__") || nb::hasattr(obj, "__cuda_array_interface__");
+}
+
 void current_stream_for_c(void** stream, int* device) {
   const current_stream_state s = current_stream();
   if (stream) *stream = s.handle;
@@ -293,6 +299,10 @@ void register_consume(nb::module_& m) {
         "ordered before `stream` (default: the current stream) unless sync=False. protocol= "
         "forces one exchange protocol: 'array', 'exchange', 'buffer', 'dlpack', 'cai' or 'cupy' "
         "(a CuPy ndarray read from its struct, ordered as __dlpack__ orders).");
+  m.def("_offers_array_protocol", &offers_array_protocol, "obj"_a.none(),
+        "Whether view() has a protocol to try on obj: an Array, a type with the buffer protocol "
+        "(its slot, not an export: memoryview() of a hostile exporter can crash CPython), "
+        "__dlpack__ or __cuda_array_interface__.");
   m.def("_acquire_protocol", [](nb::handle obj, nb::handle protocol, bool reads_only) {
           python::acquired a = acquire_for_python(obj, parse_stream(nb::none()), true,
                                                   parse_protocol(protocol), true, reads_only);

@@ -1064,11 +1064,12 @@ struct detail_access {
       // Exported, and failed too: neither is to be trusted (release() gives the buffer back).
       PyObject *type, *value, *trace;
       PyErr_Fetch(&type, &value, &trace);
+      const std::string why = type && PyType_Check(type)
+                                  ? std::string(reinterpret_cast<PyTypeObject*>(type)->tp_name)
+                                  : std::string("an exception");
       Py_XDECREF(type);
-      Py_XDECREF(trace);
-      const std::string why = value ? detail::type_name(value) : std::string("an exception");
       Py_XDECREF(value);
-      PyErr_Clear();
+      Py_XDECREF(trace);
       detail::fail_buffer(c, obj, "the exporter returned a buffer with " + why +
                                       " set: expected a buffer or an error, not both");
     }
