@@ -173,3 +173,20 @@ def test_a_cycle_through_an_owning_array_and_its_views_is_collected():
     del a, box
     gc.collect()
     assert alive() is None
+
+
+class ForeignStream:
+    """A stream object of another library (the cuda.core protocol), on the legacy default stream."""
+
+    def __cuda_stream__(self):
+        return (0, 0)
+
+
+def test_a_foreign_stream_that_keeps_its_adopted_stream_is_collected():
+    x = ForeignStream()
+    x.adopted = ap.cuda.Stream.adopt(x)
+    assert gc.is_tracked(x.adopted)
+    alive = weakref.ref(x)
+    del x
+    gc.collect()
+    assert alive() is None
