@@ -1049,6 +1049,7 @@ struct detail_access {
         PyErr_Fetch(&type, &value, &trace);
         if (PyObject_GetBuffer(obj, &a.m_buffer, PyBUF_RECORDS_RO) == 0) {
           PyBuffer_Release(&a.m_buffer);
+          PyErr_Clear();  // one the exporter set with its buffer: the refusal below says it all
           Py_XDECREF(type);
           Py_XDECREF(value);
           Py_XDECREF(trace);
@@ -1214,7 +1215,10 @@ struct detail_access {
   static void from_dlpack(acquired& a, const constraints& c, PyObject* obj,
                           const detail::type_entry& type, stream_handle consumer, bool sync) {
     static PyObject* const device_name = detail::interned("__dlpack_device__");
-    if (!device_name) throw error_already_set();
+    if (!device_name) {
+      if (!PyErr_Occurred()) PyErr_NoMemory();  // interning failed (once, and is kept)
+      throw error_already_set();
+    }
     bool legacy_only = type.dlpack_legacy;
     bool on_cuda = false;  // whether to pass the consumer's stream
     bool asked = false;
