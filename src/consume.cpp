@@ -87,7 +87,9 @@ nb::object make_holder(python::acquired&& a) {
   return nb::steal(reinterpret_cast<PyObject*>(h));
 }
 
-holder_object* as_holder(nb::handle h) noexcept { return reinterpret_cast<holder_object*>(h.ptr()); }
+holder_object* as_holder(nb::handle h) noexcept {
+  return reinterpret_cast<holder_object*>(h.ptr());
+}
 
 // A producer's failure as nanobind's exception; one that set no error becomes a SystemError (a
 // python_error without one would abort the process).

@@ -391,7 +391,8 @@ inline cupy_layout& cupy() noexcept {
 inline bool is_cupy_array_type(PyTypeObject* type) noexcept {
   for (PyTypeObject* t = type; t; t = t->tp_base)
     if (std::strcmp(t->tp_name, "cupy._core.core._ndarray_base") == 0)
-      return !named_by_python(t) && t->tp_basicsize == static_cast<Py_ssize_t>(sizeof(cupy_array_fields)) &&
+      return !named_by_python(t) &&
+             t->tp_basicsize == static_cast<Py_ssize_t>(sizeof(cupy_array_fields)) &&
              t->tp_weaklistoffset == static_cast<Py_ssize_t>(offsetof(cupy_array_fields, weakrefs));
   return false;
 }
@@ -1281,13 +1282,13 @@ struct detail_access {
       // resized; we hold the object and copy the extents.
       arrayport_dl_tensor_t t{};
       if (api.dltensor_from_py_object_no_sync(obj, &t) != 0)
-        detail::producer_failed(c, obj, "the DLPack exchange API's dltensor_from_py_object_no_sync");
+        detail::producer_failed(c, obj, "the exchange API's dltensor_from_py_object_no_sync");
       a.m_source = acquired::source::reference;
       from_dl_tensor(a, c, obj, t, false);
     } else {
       arrayport_dl_managed_tensor_versioned_t* t = nullptr;
       if (api.managed_tensor_from_py_object_no_sync(obj, &t) != 0)
-        detail::producer_failed(c, obj, "the DLPack exchange API's managed_tensor_from_py_object_no_sync");
+        detail::producer_failed(c, obj, "the exchange API's managed_tensor_from_py_object_no_sync");
       a.m_managed = t;
       a.m_source = acquired::source::dlpack_versioned;
       if (!t) detail::fail_value(c, obj, "the DLPack exchange API returned NULL");
@@ -1302,7 +1303,7 @@ struct detail_access {
       // The exchange API does no synchronisation: order the producer's current stream before ours.
       void* producer = nullptr;
       if (api.current_work_stream(ARRAYPORT_DEVICE_CUDA, v.device.device_id, &producer) != 0)
-        detail::producer_failed(c, obj, "the DLPack exchange API's current_work_stream");
+        detail::producer_failed(c, obj, "the exchange API's current_work_stream");
       runtime::order_streams(producer, consumer, v.device.device_id);
     }
   }
@@ -1411,7 +1412,8 @@ struct detail_access {
       detail::fail_value(c, obj, "__cuda_array_interface__['data'][0] is " + std::to_string(ptr) +
                                      ", expected a non-negative pointer");
     const int readonly = PyObject_IsTrue(PyTuple_GET_ITEM(data, 1));
-    if (readonly < 0) detail::producer_failed(c, obj, "__cuda_array_interface__['data'][1]'s truth value");
+    if (readonly < 0)
+      detail::producer_failed(c, obj, "__cuda_array_interface__['data'][1]'s truth value");
     const detail::py_ref strides_ref = item(detail::cai_strides, false);
     PyObject* strides = strides_ref.get();
     if (strides && strides != Py_None && (!PyTuple_Check(strides) || PyTuple_GET_SIZE(strides) != ndim))
