@@ -26,6 +26,7 @@
 #include <new>
 #include <optional>
 #include <string>
+#include <utility>
 
 namespace nb = nanobind;
 
@@ -56,7 +57,29 @@ array_object* alloc_array(int ndim) {
   return a;
 }
 
+// The references an Array holds, for the cycle collector: a producer that keeps a view of itself
+// (x.me = arrayport.view(x)) is a cycle through `base` and its holder.
+int array_traverse(PyObject* self, visitproc visit, void* arg) {
+  Py_VISIT(Py_TYPE(self));
+  Py_VISIT(as_array(self)->base);
+  Py_VISIT(as_array(self)->stream_owner);
+  return 0;
+}
+
+// Called on garbage only: the memory goes now, released on its stream before the stream's owner
+// goes. What is left is an empty array at NULL, should anything still look.
+int array_clear(PyObject* self) {
+  array_object* a = as_array(self);
+  delete std::exchange(a->owned, nullptr);
+  a->view.data = nullptr;
+  for (int i = 0; i < a->view.ndim; ++i) a->extents[i] = 0;
+  Py_CLEAR(a->stream_owner);
+  Py_CLEAR(a->base);
+  return 0;
+}
+
 void array_dealloc(PyObject* self) {
+  PyObject_GC_UnTrack(self);  // before teardown: a collection must not see it half torn down
   array_object* a = as_array(self);
   if (a->weakrefs) PyObject_ClearWeakRefs(self);
   delete a->owned;  // stream-ordered release: queued device work may still finish reading it
@@ -700,6 +723,8 @@ PyMemberDef array_members[] = {
 
 PyType_Slot array_slots[] = {
     {Py_tp_dealloc, reinterpret_cast<void*>(array_dealloc)},
+    {Py_tp_traverse, reinterpret_cast<void*>(array_traverse)},
+    {Py_tp_clear, reinterpret_cast<void*>(array_clear)},
     {Py_tp_repr, reinterpret_cast<void*>(array_repr)},
     {Py_tp_getset, array_getset},
     {Py_tp_methods, array_methods},
@@ -716,8 +741,8 @@ PyType_Slot array_slots[] = {
         "through the buffer protocol, __cuda_array_interface__ and DLPack.")},
     {0, nullptr}};
 
-PyType_Spec array_spec = {"arrayport.Array", sizeof(array_object), 0, Py_TPFLAGS_DEFAULT,
-                          array_slots};
+PyType_Spec array_spec = {"arrayport.Array", sizeof(array_object), 0,
+                          Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, array_slots};
 
 // ---- creation -----------------------------------------------------------------------------------
 

@@ -12,18 +12,90 @@
 #include <nanobind/stl/string.h>
 
 #include <cstddef>
-#include <memory>
+#include <new>
 #include <string>
+#include <utility>
 
 namespace nb = nanobind;
 
 namespace arrayport::ext {
 namespace {
 
-constexpr const char* holder_name = "arrayport.acquired";
+// ---- the holder of an acquired view -----------------------------------------------------------
+//
+// What an Array over a foreign producer keeps as its base: the acquired view, and the producer
+// with it. A GC-tracked object (a capsule is not), so that a producer that keeps a view of itself
+// (x.me = arrayport.view(x)) makes a cycle the collector sees, frees, and releases exactly once.
+struct holder_object {
+  PyObject_HEAD
+  python::acquired held;
+  arrayport_view_t view;  // what the Array views: held's, or cuda.register's pinned rewrite
+  void* locked;           // pages cuda.register page-locked: unlocked before the producer goes
+};
 
-void holder_destructor(PyObject* capsule) noexcept {
-  delete static_cast<python::acquired*>(PyCapsule_GetPointer(capsule, holder_name));
+PyTypeObject* holder_type = nullptr;
+
+void holder_release(holder_object* h) noexcept {
+  runtime::host_unregister(std::exchange(h->locked, nullptr));
+  h->held.release();  // the buffer or DLPack tensor, then the producer
+}
+
+int holder_traverse(PyObject* self, visitproc visit, void* arg) {
+  Py_VISIT(Py_TYPE(self));
+  return reinterpret_cast<holder_object*>(self)->held.traverse(visit, arg);
+}
+
+int holder_clear(PyObject* self) {
+  holder_release(reinterpret_cast<holder_object*>(self));
+  return 0;
+}
+
+void holder_dealloc(PyObject* self) {
+  PyObject_GC_UnTrack(self);
+  auto* h = reinterpret_cast<holder_object*>(self);
+  holder_release(h);
+  h->held.~acquired();
+  PyTypeObject* type = Py_TYPE(self);
+  type->tp_free(self);
+  Py_DECREF(type);
+}
+
+PyObject* holder_new(PyTypeObject*, PyObject*, PyObject*) {
+  PyErr_SetString(PyExc_TypeError, "cannot create arrayport._core._Held instances from Python");
+  return nullptr;
+}
+
+PyType_Slot holder_slots[] = {
+    {Py_tp_dealloc, reinterpret_cast<void*>(holder_dealloc)},
+    {Py_tp_traverse, reinterpret_cast<void*>(holder_traverse)},
+    {Py_tp_clear, reinterpret_cast<void*>(holder_clear)},
+    {Py_tp_new, reinterpret_cast<void*>(holder_new)},
+    {Py_tp_doc, const_cast<char*>("What an Array over a foreign array holds: the acquired view "
+                                  "and its producer (internal).")},
+    {0, nullptr}};
+
+PyType_Spec holder_spec = {"arrayport._core._Held", sizeof(holder_object), 0,
+                           Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, holder_slots};
+
+// A new holder that takes over `a` (its view is the Array's until changed).
+nb::object make_holder(python::acquired&& a) {
+  auto* h = reinterpret_cast<holder_object*>(holder_type->tp_alloc(holder_type, 0));
+  if (!h) throw nb::python_error();
+  new (&h->held) python::acquired(std::move(a));
+  h->view = h->held.c_view();
+  h->locked = nullptr;
+  return nb::steal(reinterpret_cast<PyObject*>(h));
+}
+
+holder_object* as_holder(nb::handle h) noexcept {
+  return reinterpret_cast<holder_object*>(h.ptr());
+}
+
+// A producer's failure as nanobind's exception; one that set no error becomes a SystemError (a
+// python_error without one would abort the process).
+[[noreturn]] void throw_producer_error(nb::handle obj, const char* what) {
+  python::detail::ensure_error_set(what, obj.ptr(), "a protocol call");
+  throw nb::python_error();
 }
 
 std::uint32_t parse_protocol(nb::handle protocol) {
@@ -66,37 +138,17 @@ python::acquired acquire_for_python(nb::handle obj, stream_handle stream, bool s
   try {
     return python::acquire(obj.ptr(), c, o);
   } catch (const python::error_already_set&) {
-    throw nb::python_error();
+    throw_producer_error(obj, c.name);
   }
 }
 
-// An Array over an acquired view, owning it through a capsule (Array.base shows the producer).
-nb::object array_holding(python::acquired&& a) {
-  auto* held = new python::acquired(std::move(a));
-  PyObject* capsule = PyCapsule_New(held, holder_name, holder_destructor);
-  if (!capsule) {
-    delete held;
-    throw nb::python_error();
-  }
-  PyObject* array = array_from_view(&held->c_view(), capsule);
-  Py_DECREF(capsule);  // the Array holds it now (or, on failure, nobody does and it is freed)
+// An Array over a holder's view, keeping the holder (Array.base shows the producer).
+nb::object array_holding(nb::handle holder) {
+  PyObject* array = array_from_view(&as_holder(holder)->view, holder.ptr());
   if (!array) throw nb::python_error();
   return nb::steal(array);
 }
-
-// Host memory page-locked in place for as long as an Array over it lives (cuda.register): the
-// acquired view keeps the producer alive, the destructor unlocks the pages first.
-struct registered_host {
-  python::acquired held;
-  arrayport_view_t view{};
-  void* locked = nullptr;
-  ~registered_host() { runtime::host_unregister(locked); }
-};
-constexpr const char* registered_name = "arrayport.registered_host";
-
-void registered_destructor(PyObject* capsule) noexcept {
-  delete static_cast<registered_host*>(PyCapsule_GetPointer(capsule, registered_name));
-}
+nb::object array_holding(python::acquired&& a) { return array_holding(make_holder(std::move(a))); }
 
 nb::object register_host(nb::handle obj) {
   runtime::require_device("cuda.register");
@@ -105,13 +157,16 @@ nb::object register_host(nb::handle obj) {
   c.where = python::reach::any;  // device memory is refused below, naming what it is
   python::acquire_options o;
   o.protocols = python::protocol_all;
-  auto reg = std::make_unique<registered_host>();
+  // Page-locked in place for as long as an Array over it lives: the holder keeps the producer
+  // alive and unlocks the pages before letting it go.
+  nb::object holder;
   try {
-    reg->held = python::acquire(obj.ptr(), c, o);
+    holder = make_holder(python::acquire(obj.ptr(), c, o));
   } catch (const python::error_already_set&) {
-    throw nb::python_error();
+    throw_producer_error(obj, c.name);
   }
-  arrayport_view_t v = reg->held.c_view();
+  holder_object* reg = as_holder(holder);
+  arrayport_view_t v = reg->view;
   const auto kind = static_cast<memory_kind>(v.memory_kind);
   if (kind == memory_kind::host) {  // refined: pageable, or pinned/managed the bridge did not ask about
     const runtime::pointer_info info = runtime::query_pointer(v.data);
@@ -149,13 +204,7 @@ nb::object register_host(nb::handle obj) {
   reg->view.memory_kind = static_cast<std::uint32_t>(memory_kind::pinned);
   reg->view.device = {ARRAYPORT_DEVICE_CUDA_HOST, 0};
   reg->view.stream = nullptr;
-  PyObject* capsule = PyCapsule_New(reg.get(), registered_name, registered_destructor);
-  if (!capsule) throw nb::python_error();
-  registered_host* raw = reg.release();
-  PyObject* array = array_from_view(&raw->view, capsule);
-  Py_DECREF(capsule);
-  if (!array) throw nb::python_error();
-  return nb::steal(array);
+  return array_holding(holder);
 }
 
 // The view as an Array owning the holder; an Array is returned as it is.
@@ -163,6 +212,12 @@ nb::object view(nb::handle obj, nb::handle stream, bool sync, nb::handle protoco
   if (is_array(obj.ptr()) && protocol.is_none()) return nb::borrow(obj);
   return array_holding(
       acquire_for_python(obj, parse_stream(stream), sync, parse_protocol(protocol), false));
+}
+
+bool offers_array_protocol(nb::handle obj) {
+  const PyTypeObject* type = Py_TYPE(obj.ptr());
+  if (is_array(obj.ptr()) || (type->tp_as_buffer && type->tp_as_buffer->bf_getbuffer)) return true;
+  return nb::hasattr(obj, "__dlpack__") || nb::hasattr(obj, "__cuda_array_interface__");
 }
 
 void current_stream_for_c(void** stream, int* device) {
@@ -209,16 +264,13 @@ nb::object view_foreign(PyObject* obj, stream_handle stream) {
 }
 
 PyObject* acquired_producer(PyObject* base) noexcept {
-  if (!base || !PyCapsule_CheckExact(base)) return nullptr;
-  auto* held = static_cast<python::acquired*>(PyCapsule_GetPointer(base, holder_name));
-  if (!held) {
-    PyErr_Clear();
-    return nullptr;
-  }
-  return held->owner();
+  if (!base || Py_TYPE(base) != holder_type) return nullptr;
+  return reinterpret_cast<holder_object*>(base)->held.owner();
 }
 
 void register_consume(nb::module_& m) {
+  holder_type = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&holder_spec));  // kept for good
+  if (!holder_type) throw nb::python_error();
   g_api.abi_major = ARRAYPORT_PYTHON_API_MAJOR;
   g_api.abi_minor = ARRAYPORT_PYTHON_API_MINOR;
   g_api.array_type = array_type;
@@ -249,6 +301,10 @@ void register_consume(nb::module_& m) {
         "ordered before `stream` (default: the current stream) unless sync=False. protocol= "
         "forces one exchange protocol: 'array', 'exchange', 'buffer', 'dlpack', 'cai' or 'cupy' "
         "(a CuPy ndarray read from its struct, ordered as __dlpack__ orders).");
+  m.def("_offers_array_protocol", &offers_array_protocol, "obj"_a.none(),
+        "Whether view() has a protocol to try on obj: an Array, a type with the buffer protocol "
+        "(its slot, not an export: memoryview() of a hostile exporter can crash CPython), "
+        "__dlpack__ or __cuda_array_interface__.");
   m.def("_acquire_protocol", [](nb::handle obj, nb::handle protocol, bool reads_only) {
           python::acquired a = acquire_for_python(obj, parse_stream(nb::none()), true,
                                                   parse_protocol(protocol), true, reads_only);

@@ -390,6 +390,24 @@ thread; a block must exit on the thread that entered it. The stream is kept aliv
 Equal when handle and device are equal (the default-stream handles 0, 1 and 2 name a different
 stream on each device); hashed by handle.)";
 
+// A Stream adopted from a foreign object keeps it (owner): a foreign object that keeps its own
+// Stream (x.s = Stream.adopt(x)) is a cycle, which the collector sees through these.
+int stream_traverse(PyObject* self, visitproc visit, void* arg) {
+  Py_VISIT(Py_TYPE(self));
+  if (!nb::inst_ready(self)) return 0;
+  Py_VISIT(nb::inst_ptr<py_stream>(self)->owner.ptr());
+  return 0;
+}
+
+int stream_clear(PyObject* self) {
+  if (nb::inst_ready(self)) nb::inst_ptr<py_stream>(self)->owner.reset();
+  return 0;
+}
+
+PyType_Slot stream_slots[] = {{Py_tp_traverse, reinterpret_cast<void*>(stream_traverse)},
+                              {Py_tp_clear, reinterpret_cast<void*>(stream_clear)},
+                              {0, nullptr}};
+
 constexpr const char* event_doc = R"(A CUDA event, for ordering streams and timing.
 
 Event(timing=True, blocking=False): `timing` lets elapsed_time() measure between two events (it
@@ -603,7 +621,7 @@ void register_cuda(nb::module_& parent) {
       .def("__repr__", &event_repr);
 
   // -- Stream -----------------------------------------------------------------------------------
-  nb::class_<py_stream>(m, "Stream", stream_doc)
+  nb::class_<py_stream>(m, "Stream", stream_doc, nb::type_slots(stream_slots))
       .def(
           "__init__",
           [](py_stream* self, nb::handle device, int priority, bool non_blocking) {

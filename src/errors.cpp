@@ -56,7 +56,8 @@ void translate(const std::exception_ptr& p, void*) {
   } catch (const buffer_error& e) {
     PyErr_SetString(PyExc_BufferError, e.what());
   } catch (const python::error_already_set&) {
-    // The Python error is already set: leave it as it is.
+    // The Python error is already set: leave it as it is (one that is not would abort nanobind).
+    python::detail::ensure_error_set(nullptr, nullptr, "a call");
   }
   // Anything else falls through to nanobind's own translators (std::bad_alloc -> MemoryError...).
 }
@@ -84,6 +85,7 @@ void raise_current_exception() noexcept {
     e.restore();
   } catch (const python::error_already_set&) {
     // The Python error is already set: leave it as it is.
+    python::detail::ensure_error_set(nullptr, nullptr, "a call");
   } catch (const std::bad_alloc&) {
     PyErr_NoMemory();
   } catch (const arrayport::error&) {

@@ -10,7 +10,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple, Union
 
-from ._core import Array, copy as _copy, empty as _empty, view as _view
+from ._core import Array, _offers_array_protocol, copy as _copy, empty as _empty, view as _view
 
 if TYPE_CHECKING:
     from ._core import _MemoryKind as MemoryKind  # "device", "managed", "pinned" or "host"
@@ -102,19 +102,6 @@ def _placement(memory: Optional[MemoryKind], device: Any,
     if memory is not None and memory != kind:
         raise ValueError(f"{what}: device {device!r} is {kind} memory, but memory={memory!r} was given")
     return kind, (spelled[1] if kind in _GPU_KINDS else None)
-
-
-def _offers_array_protocol(obj: Any) -> bool:
-    """Whether view() can take obj (otherwise NumPy builds it: objects with only __array__)."""
-    if hasattr(obj, "__dlpack__") or hasattr(obj, "__cuda_array_interface__"):
-        return True
-    try:
-        memoryview(obj).release()
-    except TypeError:
-        return False
-    except Exception:  # it has a buffer, which it refuses: view() says why
-        return True
-    return True
 
 
 @lru_cache(maxsize=64)

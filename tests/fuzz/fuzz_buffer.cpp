@@ -17,7 +17,8 @@ using arrayport::fuzz::finding;
 alignas(64) unsigned char g_memory[1 << 12];
 
 struct buffer_script {
-  int fail = 0;  // 0 export, 1 BufferError, 2 ValueError, 3 RuntimeError
+  int fail = 0;  // 0 export, 1 BufferError, 2 ValueError, 3 RuntimeError, 4 -1 and no error, 5 return 1
+  bool error_too = false;  // exported, and an exception set as well
   bool honour_writable = true;
   void* buf = nullptr;
   Py_ssize_t len = 0, itemsize = 1;
@@ -33,6 +34,10 @@ int g_exports = 0, g_releases = 0;
 
 int exporter_getbuffer(PyObject* self, Py_buffer* view, int flags) {
   const buffer_script& s = g_script;
+  if (s.fail >= 4) {  // no exception: what CPython does not check for
+    view->obj = nullptr;
+    return s.fail == 4 ? -1 : 1;
+  }
   if (s.fail) {
     PyErr_SetString(s.fail == 1 ? PyExc_BufferError : s.fail == 2 ? PyExc_ValueError : PyExc_RuntimeError,
                     "the exporter refused");
@@ -55,6 +60,7 @@ int exporter_getbuffer(PyObject* self, Py_buffer* view, int flags) {
   view->strides = s.null_strides ? nullptr : const_cast<Py_ssize_t*>(s.strides.data());
   view->suboffsets = s.suboffsets ? const_cast<Py_ssize_t*>(s.suboffset_values.data()) : nullptr;
   view->internal = nullptr;
+  if (s.error_too) PyErr_SetString(PyExc_RuntimeError, "the exporter exported and failed");
   ++g_exports;
   return 0;
 }
@@ -86,7 +92,8 @@ Py_ssize_t extent(FuzzedDataProvider& in, bool stride, Py_ssize_t itemsize) {
 
 void make_script(FuzzedDataProvider& in) {
   buffer_script s;
-  s.fail = in.ConsumeIntegralInRange<int>(0, 15) == 0 ? in.ConsumeIntegralInRange<int>(1, 3) : 0;
+  s.fail = in.ConsumeIntegralInRange<int>(0, 15) == 0 ? in.ConsumeIntegralInRange<int>(1, 5) : 0;
+  s.error_too = in.ConsumeIntegralInRange<int>(0, 15) == 0;
   s.honour_writable = in.ConsumeIntegralInRange<int>(0, 3) != 0;
   switch (in.ConsumeIntegralInRange<int>(0, 9)) {
     case 0: s.buf = nullptr; break;
@@ -212,9 +219,31 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   c.where = static_cast<python::reach>(in.ConsumeIntegralInRange<int>(0, 2));
   c.writable = in.ConsumeBool();
   python::acquire_options o;
-  {
+  if (g_script.fail >= 4) {
+    // Failed without an exception: a SystemError naming the argument and the exporter's type.
+    try {
+      python::acquired a = python::acquire(exporter, c, o);
+      finding("a buffer export that failed was accepted");
+    } catch (const python::error_already_set&) {
+      ARRAYPORT_FUZZ_CHECK(PyErr_ExceptionMatches(PyExc_SystemError), "a silent export failure is not a SystemError");
+      PyObject *type, *value, *trace;
+      PyErr_Fetch(&type, &value, &trace);
+      PyObject* text = value ? PyObject_Str(value) : nullptr;
+      const char* msg = text ? PyUnicode_AsUTF8(text) : nullptr;
+      ARRAYPORT_FUZZ_CHECK(msg && std::strncmp(msg, "buf_arg: ", 9) == 0 && std::strstr(msg, "fuzz.Exporter"),
+                           "a silent export failure's error does not name the argument and the exporter");
+      Py_XDECREF(text);
+      Py_XDECREF(type);
+      Py_XDECREF(value);
+      Py_XDECREF(trace);
+      PyErr_Clear();
+    } catch (const std::exception& e) {
+      finding(std::string("a silent export failure threw ") + e.what());
+    }
+  } else {
     python::acquired a;
     if (fuzz::try_acquire(a, exporter, c, o, PyExc_RuntimeError)) {
+      ARRAYPORT_FUZZ_CHECK(!g_script.error_too, "a buffer exported with an exception set was accepted");
       ARRAYPORT_FUZZ_CHECK(a.protocol_used() == python::protocol_buffer, "not taken through the buffer protocol");
       check_view(a, c);
       ARRAYPORT_FUZZ_CHECK(g_exports == g_releases + 1, "the buffer is not held exactly once while its view lives");

@@ -63,6 +63,10 @@ class Capsule:
         return self.a.__dlpack_device__()
 
 
+class Bytes(bytearray):
+    """A buffer exporter with a __dict__, to keep a view of itself in."""
+
+
 def producers(gpu: bool) -> dict[str, Callable[[], None]]:
     """One cycle per producer: acquire or export, use, release (everything dies at return)."""
     x = np.arange(64, dtype=np.float32).reshape(8, 8)
@@ -98,6 +102,14 @@ def producers(gpu: bool) -> dict[str, Callable[[], None]]:
     def ops_mixed():  # an op: NumPy and arrayport inputs acquired for the call, a new result
         ops.add(x, a)
 
+    def self_view_buffer():  # a producer keeping its own view: a cycle only the collector frees
+        b = Bytes(64)
+        b.me = ap.view(b)
+
+    def self_view_dlpack():  # the same through DLPack: the collector runs NumPy's deleter
+        d = DLPackOnly(np.arange(16.0))
+        d.me = ap.view(d)
+
     table = {
         "numpy-buffer": numpy_buffer,
         "numpy-dlpack": numpy_dlpack,
@@ -108,6 +120,8 @@ def producers(gpu: bool) -> dict[str, Callable[[], None]]:
         "array-to-dlpack-numpy": array_to_dlpack_numpy,
         "array-dlpack-capsule": array_dlpack_capsule,
         "ops": ops_mixed,
+        "self-view-buffer": self_view_buffer,
+        "self-view-dlpack": self_view_dlpack,
     }
     if gpu:
         d = ap.full((64,), 1.0, "float32", memory="device")

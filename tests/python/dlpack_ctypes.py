@@ -65,6 +65,12 @@ DLManagedTensor._fields_ = [
 ]
 
 
+# Every managed tensor made here, and its deleter, for the rest of the process: a deleter may run
+# after its producer is torn down (the cycle collector clears a producer that keeps a view of
+# itself in any order), and must find its tensor and its count then.
+_KEEP_ALIVE: list = []
+
+
 class Producer:
     """An object with __dlpack__ / __dlpack_device__ over a buffer it owns (or a raw address).
 
@@ -82,10 +88,9 @@ class Producer:
         self.dtype, self.device, self.version = dtype, device, version
         self.versioned, self.readonly, self.byte_offset = versioned, readonly, byte_offset
         self.data = ctypes.addressof(self.storage) if data is None else data
-        self.deleted = 0
+        self.deletions = [0]  # counted outside the producer's own attributes (see _KEEP_ALIVE)
         self.exported = 0
         self.streams = []
-        self._keep = []  # managed tensors and callbacks stay alive until the deleter ran
 
     def _tensor(self) -> DLTensor:
         t = DLTensor()
@@ -99,12 +104,17 @@ class Producer:
         t.byte_offset = self.byte_offset
         return t
 
+    @property
+    def deleted(self) -> int:
+        return self.deletions[0]
+
     def __dlpack_device__(self):
         return self.device
 
     def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
         self.streams.append(stream)
         self.exported += 1
+        deletions = self.deletions
         if self.versioned:
             m = DLManagedTensorVersioned()
             m.version = DLPackVersion(*self.version)
@@ -113,7 +123,7 @@ class Producer:
 
             @_DELETER_V
             def deleter(_ptr):
-                self.deleted += 1
+                deletions[0] += 1
 
             m.deleter = deleter
             name = b"dltensor_versioned"
@@ -123,11 +133,11 @@ class Producer:
 
             @_DELETER
             def deleter(_ptr):
-                self.deleted += 1
+                deletions[0] += 1
 
             m.deleter = deleter
             name = b"dltensor"
-        self._keep.append((m, deleter))
+        _KEEP_ALIVE.append((m, deleter))
         return _pyapi.PyCapsule_New(ctypes.addressof(m), name, None)
 
 

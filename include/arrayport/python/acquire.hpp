@@ -136,6 +136,14 @@ class acquired {
   /// Drops the view now (releases the buffer, calls the DLPack deleter, drops the producer).
   void release() noexcept;
 
+  /// Visits the Python objects this holds strong references to: the producer, and a buffer's
+  /// exporter object. For the tp_traverse of a GC-tracked object that keeps an `acquired`.
+  int traverse(visitproc visit, void* arg) const {
+    Py_VISIT(m_owner);
+    if (m_source == source::buffer) Py_VISIT(m_buffer.obj);
+    return 0;
+  }
+
  private:
   enum class source : std::uint8_t { none, reference, buffer, dlpack_legacy, dlpack_versioned };
   friend acquired acquire(PyObject*, const constraints&, const acquire_options&);
@@ -275,10 +283,20 @@ struct numpy_descr_head {
 };
 inline constexpr int numpy_writeable = 0x0400;  // NPY_ARRAY_WRITEABLE
 
+// Whether `t` is a class statement's (or type()'s) that took a dotted name for itself: it may call
+// itself "numpy.ndarray", but its instances lack the struct that name stands for. A C type's
+// __name__ is what follows the last dot of tp_name; a class statement's is all of tp_name.
+inline bool named_by_python(PyTypeObject* t) noexcept {
+  if (!(t->tp_flags & Py_TPFLAGS_HEAPTYPE)) return false;
+  PyObject* name = reinterpret_cast<PyHeapTypeObject*>(t)->ht_name;
+  return name && PyUnicode_Check(name) && PyUnicode_CompareWithASCIIString(name, t->tp_name) == 0;
+}
+
 inline bool is_numpy_array_type(PyTypeObject* type) noexcept {
   for (PyTypeObject* t = type; t; t = t->tp_base)
     if (std::strcmp(t->tp_name, "numpy.ndarray") == 0)
-      return type->tp_basicsize >= static_cast<Py_ssize_t>(sizeof(numpy_array_fields));
+      return !named_by_python(t) &&
+             type->tp_basicsize >= static_cast<Py_ssize_t>(sizeof(numpy_array_fields));
   return false;
 }
 
@@ -373,7 +391,8 @@ inline cupy_layout& cupy() noexcept {
 inline bool is_cupy_array_type(PyTypeObject* type) noexcept {
   for (PyTypeObject* t = type; t; t = t->tp_base)
     if (std::strcmp(t->tp_name, "cupy._core.core._ndarray_base") == 0)
-      return t->tp_basicsize == static_cast<Py_ssize_t>(sizeof(cupy_array_fields)) &&
+      return !named_by_python(t) &&
+             t->tp_basicsize == static_cast<Py_ssize_t>(sizeof(cupy_array_fields)) &&
              t->tp_weaklistoffset == static_cast<Py_ssize_t>(offsetof(cupy_array_fields, weakrefs));
   return false;
 }
@@ -391,8 +410,10 @@ inline bool cupy_layout_checked(PyObject* obj) noexcept {
     const Py_ssize_t n = v.end - v.begin;
     if (!tuple || !PyTuple_Check(tuple) || PyTuple_GET_SIZE(tuple) != n || n < 0) return false;
     if (n > 0 && !v.begin) return false;
-    for (Py_ssize_t i = 0; i < n; ++i)
-      if (PyLong_AsSsize_t(PyTuple_GET_ITEM(tuple, i)) != v.begin[i]) return false;
+    for (Py_ssize_t i = 0; i < n; ++i) {  // ints only: an __index__ could reshape the array
+      PyObject* item = PyTuple_GET_ITEM(tuple, i);
+      if (!PyLong_Check(item) || PyLong_AsSsize_t(item) != v.begin[i]) return false;
+    }
     return !PyErr_Occurred();
   };
   do {
@@ -611,13 +632,18 @@ inline type_entry lookup_type(PyTypeObject* type) {
   type_cache& c = types();
   for (int i = 0; i < c.used; ++i)
     if (c.entries[i].type == type) return c.entries[i];
+  // Held from here: describing the type runs its metaclass's code, which may drop the type.
+  Py_INCREF(type);
   const arrayport_python_api_t* api = loaded_api();
   type_entry e = describe_type(type, api);
   // Array is only recognisable once _core is loaded; a type seen before that is never an Array.
-  if (c.used < type_cache::capacity) {
-    Py_INCREF(type);
+  // Checked again: describing may have run a lookup (through Python code) that cached it.
+  bool cached = false;
+  for (int i = 0; i < c.used && !cached; ++i) cached = c.entries[i].type == type;
+  if (!cached && c.used < type_cache::capacity)
     c.entries[c.used++] = e;
-  }
+  else
+    Py_DECREF(type);  // a cached type stays referenced from the cache: never freed
   return e;
 }
 
@@ -643,7 +669,9 @@ inline void forget_protocol(PyTypeObject* type, std::uint32_t protocol) noexcept
 // ---- messages ------------------------------------------------------------------------------
 
 inline std::string type_name(PyObject* obj) {
-  PyTypeObject* t = Py_TYPE(obj);
+  // Held: a metaclass's __module__ may run code that reassigns obj.__class__.
+  const py_ref held = py_ref::borrow(reinterpret_cast<PyObject*>(Py_TYPE(obj)));
+  auto* t = reinterpret_cast<PyTypeObject*>(held.get());
   PyObject* module = PyObject_GetAttrString(reinterpret_cast<PyObject*>(t), "__module__");
   std::string name;
   if (module && PyUnicode_Check(module)) {
@@ -673,6 +701,11 @@ inline std::string shape_string(const std::int64_t* shape, int ndim) {
 }
 [[noreturn]] inline void fail_buffer(const constraints& c, PyObject* obj, const std::string& msg) {
   throw buffer_error(std::string(c.name) + ": " + msg + " (from " + type_name(obj) + ")");
+}
+// A producer's call (`what`) failed: its error stands; one it failed to set is a SystemError.
+[[noreturn]] inline void producer_failed(const constraints& c, PyObject* obj, const char* what) {
+  ensure_error_set(c.name, obj, what);
+  throw error_already_set();
 }
 
 // ---- checks shared by every protocol ---------------------------------------------------------
@@ -1017,6 +1050,7 @@ struct detail_access {
         PyErr_Fetch(&type, &value, &trace);
         if (PyObject_GetBuffer(obj, &a.m_buffer, PyBUF_RECORDS_RO) == 0) {
           PyBuffer_Release(&a.m_buffer);
+          PyErr_Clear();  // one the exporter set with its buffer: the refusal below says it all
           Py_XDECREF(type);
           Py_XDECREF(value);
           Py_XDECREF(trace);
@@ -1025,9 +1059,22 @@ struct detail_access {
         PyErr_Clear();
         PyErr_Restore(type, value, trace);
       }
-      throw error_already_set();
+      detail::producer_failed(c, obj, "the buffer export (bf_getbuffer)");
     }
     a.m_source = acquired::source::buffer;
+    if (PyErr_Occurred()) {
+      // Exported, and failed too: neither is to be trusted (release() gives the buffer back).
+      PyObject *type, *value, *trace;
+      PyErr_Fetch(&type, &value, &trace);
+      const std::string why = type && PyType_Check(type)
+                                  ? std::string(reinterpret_cast<PyTypeObject*>(type)->tp_name)
+                                  : std::string("an exception");
+      Py_XDECREF(type);
+      Py_XDECREF(value);
+      Py_XDECREF(trace);
+      detail::fail_buffer(c, obj, "the exporter returned a buffer with " + why +
+                                      " set: expected a buffer or an error, not both");
+    }
     const Py_buffer& b = a.m_buffer;
     arrayport::dtype dt;
     try {
@@ -1169,7 +1216,10 @@ struct detail_access {
   static void from_dlpack(acquired& a, const constraints& c, PyObject* obj,
                           const detail::type_entry& type, stream_handle consumer, bool sync) {
     static PyObject* const device_name = detail::interned("__dlpack_device__");
-    if (!device_name) throw error_already_set();
+    if (!device_name) {
+      if (!PyErr_Occurred()) PyErr_NoMemory();  // interning failed (once, and is kept)
+      throw error_already_set();
+    }
     bool legacy_only = type.dlpack_legacy;
     bool on_cuda = false;  // whether to pass the consumer's stream
     bool asked = false;
@@ -1179,7 +1229,7 @@ struct detail_access {
       PyObject* args[1] = {obj};
       PyObject* dev =
           PyObject_VectorcallMethod(device_name, args, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, nullptr);
-      if (!dev) throw error_already_set();
+      if (!dev) detail::producer_failed(c, obj, "__dlpack_device__");
       long kind = PyTuple_Check(dev) && PyTuple_GET_SIZE(dev) == 2
                       ? PyLong_AsLong(PyTuple_GET_ITEM(dev, 0)) : -1;
       Py_DECREF(dev);
@@ -1207,7 +1257,7 @@ struct detail_access {
       on_cuda = false;
       capsule = call(false);
     }
-    if (!capsule) throw error_already_set();
+    if (!capsule) detail::producer_failed(c, obj, "__dlpack__");
     if (legacy_only != type.dlpack_legacy) detail::remember_dlpack(Py_TYPE(obj), -1, legacy_only);
     bool readonly = false;
     const arrayport_dl_tensor_t* t = &take_capsule(a, c, obj, capsule, readonly);
@@ -1218,7 +1268,7 @@ struct detail_access {
       // CUDA data exported without the consumer's stream is not ordered for it: ask again, with it.
       drop_tensor(a);
       capsule = call(true);
-      if (!capsule) throw error_already_set();
+      if (!capsule) detail::producer_failed(c, obj, "__dlpack__");
       t = &take_capsule(a, c, obj, capsule, readonly);
     }
     from_dl_tensor(a, c, obj, *t, readonly);
@@ -1231,12 +1281,14 @@ struct detail_access {
       // Non-owning: the producer keeps shape/strides/data alive while the object lives and is not
       // resized; we hold the object and copy the extents.
       arrayport_dl_tensor_t t{};
-      if (api.dltensor_from_py_object_no_sync(obj, &t) != 0) throw error_already_set();
+      if (api.dltensor_from_py_object_no_sync(obj, &t) != 0)
+        detail::producer_failed(c, obj, "the exchange API's dltensor_from_py_object_no_sync");
       a.m_source = acquired::source::reference;
       from_dl_tensor(a, c, obj, t, false);
     } else {
       arrayport_dl_managed_tensor_versioned_t* t = nullptr;
-      if (api.managed_tensor_from_py_object_no_sync(obj, &t) != 0) throw error_already_set();
+      if (api.managed_tensor_from_py_object_no_sync(obj, &t) != 0)
+        detail::producer_failed(c, obj, "the exchange API's managed_tensor_from_py_object_no_sync");
       a.m_managed = t;
       a.m_source = acquired::source::dlpack_versioned;
       if (!t) detail::fail_value(c, obj, "the DLPack exchange API returned NULL");
@@ -1251,7 +1303,7 @@ struct detail_access {
       // The exchange API does no synchronisation: order the producer's current stream before ours.
       void* producer = nullptr;
       if (api.current_work_stream(ARRAYPORT_DEVICE_CUDA, v.device.device_id, &producer) != 0)
-        throw error_already_set();
+        detail::producer_failed(c, obj, "the exchange API's current_work_stream");
       runtime::order_streams(producer, consumer, v.device.device_id);
     }
   }
@@ -1260,7 +1312,7 @@ struct detail_access {
                        bool sync) {
     PyObject* name = detail::cai_attribute();
     PyObject* d = name ? PyObject_GetAttr(obj, name) : nullptr;
-    if (!d) throw error_already_set();
+    if (!d) detail::producer_failed(c, obj, "__cuda_array_interface__");
     from_cai_dict(a, c, obj, d, consumer, sync);
   }
 
@@ -1282,20 +1334,19 @@ struct detail_access {
   // said of the memory (host: CUDA does not know it, and the view takes it for device memory).
   static memory_kind from_cai_dict(acquired& a, const constraints& c, PyObject* obj, PyObject* d,
                             stream_handle consumer, bool sync) {
-    struct dict_ref {
-      PyObject* p;
-      ~dict_ref() { Py_DECREF(p); }
-    } hold{d};
+    const detail::py_ref hold = detail::py_ref::steal(d);
     if (!PyDict_Check(d))
       detail::fail_value(c, obj, "__cuda_array_interface__ is a " + detail::type_name(d) +
                                      ", expected a dict");
-    auto item = [&](detail::cai_key key, bool required) -> PyObject* {
+    // Every value is held from its lookup on: the lookups that follow (a key's __eq__), the
+    // readonly flag's __bool__ and the messages' type names run Python code that may change d.
+    auto item = [&](detail::cai_key key, bool required) -> detail::py_ref {
       PyObject* k = detail::cai_key_object(key);
       if (!k) {
         if (!PyErr_Occurred()) PyErr_NoMemory();  // interning failed (once, and is kept)
         throw error_already_set();
       }
-      PyObject* v = PyDict_GetItemWithError(d, k);  // borrowed
+      detail::py_ref v = detail::py_ref::borrow(PyDict_GetItemWithError(d, k));
       if (!v && PyErr_Occurred()) throw error_already_set();
       if (!v && required)
         detail::fail_value(c, obj, std::string("__cuda_array_interface__ has no '") +
@@ -1314,16 +1365,17 @@ struct detail_access {
       }
       return x;
     };
-    PyObject* version = item(detail::cai_version, true);
-    const long long ver = as_int(version, "version");
+    const detail::py_ref version = item(detail::cai_version, true);
+    const long long ver = as_int(version.get(), "version");
     if (ver < 0 || ver > 3)
       detail::fail_value(c, obj, "unsupported __cuda_array_interface__ version " +
                                      std::to_string(ver) + ": expected 0 to 3");
-    PyObject* mask = item(detail::cai_mask, false);
-    if (mask && mask != Py_None)
+    const detail::py_ref mask = item(detail::cai_mask, false);
+    if (mask && mask.get() != Py_None)
       detail::fail_value(c, obj, "masked arrays are not supported: expected "
                                  "__cuda_array_interface__['mask'] to be None");
-    PyObject* shape = item(detail::cai_shape, true);
+    const detail::py_ref shape_ref = item(detail::cai_shape, true);
+    PyObject* shape = shape_ref.get();  // a tuple: its items live as long as it does
     if (!PyTuple_Check(shape))
       detail::fail_value(c, obj, "__cuda_array_interface__['shape'] is a " + detail::type_name(shape) +
                                      ", expected a tuple of ints");
@@ -1331,7 +1383,8 @@ struct detail_access {
     if (ndim > ARRAYPORT_MAX_NDIM)
       detail::fail_value(c, obj, "expected at most " + std::to_string(ARRAYPORT_MAX_NDIM) +
                                      " dimensions, got " + std::to_string(ndim));
-    PyObject* typestr = item(detail::cai_typestr, true);
+    const detail::py_ref typestr_ref = item(detail::cai_typestr, true);
+    PyObject* typestr = typestr_ref.get();
     if (!PyUnicode_Check(typestr))
       detail::fail_value(c, obj, "__cuda_array_interface__['typestr'] is a " +
                                      detail::type_name(typestr) + ", expected a str");
@@ -1350,7 +1403,8 @@ struct detail_access {
     } catch (const value_error& e) {
       detail::fail_value(c, obj, e.what());
     }
-    PyObject* data = item(detail::cai_data, true);
+    const detail::py_ref data_ref = item(detail::cai_data, true);
+    PyObject* data = data_ref.get();
     if (!PyTuple_Check(data) || PyTuple_GET_SIZE(data) != 2)
       detail::fail_value(c, obj, "__cuda_array_interface__['data'] must be a tuple (ptr, readonly)");
     const long long ptr = as_int(PyTuple_GET_ITEM(data, 0), "data");
@@ -1358,8 +1412,10 @@ struct detail_access {
       detail::fail_value(c, obj, "__cuda_array_interface__['data'][0] is " + std::to_string(ptr) +
                                      ", expected a non-negative pointer");
     const int readonly = PyObject_IsTrue(PyTuple_GET_ITEM(data, 1));
-    if (readonly < 0) throw error_already_set();
-    PyObject* strides = item(detail::cai_strides, false);
+    if (readonly < 0)
+      detail::producer_failed(c, obj, "__cuda_array_interface__['data'][1]'s truth value");
+    const detail::py_ref strides_ref = item(detail::cai_strides, false);
+    PyObject* strides = strides_ref.get();
     if (strides && strides != Py_None && (!PyTuple_Check(strides) || PyTuple_GET_SIZE(strides) != ndim))
       detail::fail_value(c, obj, "__cuda_array_interface__['strides'] must be None or a tuple of " +
                                      std::to_string(ndim) + " ints");
@@ -1392,9 +1448,10 @@ struct detail_access {
     v.memory_kind = static_cast<std::uint32_t>(kind);
     v.device = dlpack_device(kind, info.device < 0 ? 0 : info.device);
 
-    PyObject* stream = item(detail::cai_stream, false);  // v3: where the data is ready; None: no sync needed
-    if (sync && stream && stream != Py_None) {
-      const long long s = as_int(stream, "stream");
+    // v3: where the data is ready; None: no sync needed
+    const detail::py_ref stream = item(detail::cai_stream, false);
+    if (sync && stream && stream.get() != Py_None) {
+      const long long s = as_int(stream.get(), "stream");
       if (s == 0)
         detail::fail_value(c, obj, "__cuda_array_interface__['stream'] is 0, which the protocol "
                                    "disallows: expected None, 1 (legacy default), 2 (per-thread "
@@ -1676,15 +1733,16 @@ inline bool jax_typed_view(PyObject* obj, arrayport::view<T, Rank, Space>& out) 
     if (!d) return false;
     bool ok = false;
     do {
-      auto item = [d](cai_key k) -> PyObject* {
+      // Owned: a later lookup may run a key's __eq__, which may empty the dict.
+      auto item = [d](cai_key k) -> py_ref {
         PyObject* key = cai_key_object(k);
-        return key ? PyDict_GetItemWithError(d, key) : nullptr;
+        return py_ref::borrow(key ? PyDict_GetItemWithError(d, key) : nullptr);
       };
-      PyObject* shape = item(cai_shape);
-      PyObject* typestr = item(cai_typestr);
-      PyObject* data = item(cai_data);
-      PyObject* strides = item(cai_strides);
-      PyObject* mask = item(cai_mask);
+      const py_ref shape_ref = item(cai_shape), typestr_ref = item(cai_typestr),
+                   data_ref = item(cai_data), strides_ref = item(cai_strides),
+                   mask_ref = item(cai_mask);
+      PyObject *shape = shape_ref.get(), *typestr = typestr_ref.get(), *data = data_ref.get(),
+               *strides = strides_ref.get(), *mask = mask_ref.get();
       if (PyErr_Occurred() || !cai_key_object(cai_strides) || !cai_key_object(cai_mask)) break;
       if (!shape || !typestr || !data || (strides && strides != Py_None) || (mask && mask != Py_None) ||
           !PyTuple_Check(shape) || PyTuple_GET_SIZE(shape) != static_cast<Py_ssize_t>(Rank) ||

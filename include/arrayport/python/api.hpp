@@ -23,6 +23,49 @@ class error_already_set : public std::exception {
 
 namespace detail {
 
+/// An owned reference (nanobind's nb::object, for headers that cannot use nanobind): how the
+/// bridge holds what a foreign object hands over across any call that can run Python code
+/// (__bool__, __index__, a dict key's __eq__), which may free what a borrowed pointer names.
+class py_ref {
+ public:
+  py_ref() noexcept = default;
+  static py_ref steal(PyObject* p) noexcept { return py_ref(p); }
+  static py_ref borrow(PyObject* p) noexcept {
+    Py_XINCREF(p);
+    return py_ref(p);
+  }
+  py_ref(py_ref&& other) noexcept : m_ptr(other.m_ptr) { other.m_ptr = nullptr; }
+  py_ref& operator=(py_ref&& other) noexcept {
+    if (this != &other) {
+      PyObject* old = m_ptr;
+      m_ptr = other.m_ptr;
+      other.m_ptr = nullptr;
+      Py_XDECREF(old);
+    }
+    return *this;
+  }
+  py_ref(const py_ref&) = delete;
+  py_ref& operator=(const py_ref&) = delete;
+  ~py_ref() { Py_XDECREF(m_ptr); }
+
+  PyObject* get() const noexcept { return m_ptr; }
+  explicit operator bool() const noexcept { return m_ptr != nullptr; }
+
+ private:
+  explicit py_ref(PyObject* p) noexcept : m_ptr(p) {}
+  PyObject* m_ptr = nullptr;
+};
+
+/// After a C-API call or a producer's slot failed: makes sure a Python error is set (a C
+/// producer may fail without one, which CPython itself does not catch everywhere), naming the
+/// argument, the producer's type and what failed.
+inline void ensure_error_set(const char* argument, PyObject* producer, const char* what) noexcept {
+  if (PyErr_Occurred()) return;
+  PyErr_Format(PyExc_SystemError, "%s: %s of %s failed without setting an exception",
+               argument ? argument : "array", what,
+               producer ? Py_TYPE(producer)->tp_name : "the producer");
+}
+
 // One cached table per extension module (the header is compiled into each; symbols are hidden).
 inline const arrayport_python_api_t*& api_slot() noexcept {
   static const arrayport_python_api_t* slot = nullptr;
