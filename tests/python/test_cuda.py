@@ -182,19 +182,19 @@ def test_a_handle_that_is_not_an_int_is_a_type_error(handle, name):
 
 @pytest.mark.parametrize("device, name", [("cuda:0", "str"), (1.5, "float"), (True, "bool")])
 def test_a_device_that_is_not_an_int_or_device_is_a_type_error(device, name):
-    with pytest.raises(TypeError, match=rf"Stream\.legacy: device must be an int, an "
-                                        rf"arrayport\.cuda\.Device or None, got '{name}'"):
+    with pytest.raises(TypeError, match=rf"Stream\.legacy: device: expected None, an int or an "
+                                        rf"arrayport\.cuda\.Device, got {name}$"):
         cuda.Stream.legacy(device)
-    with pytest.raises(TypeError, match=rf"set_device: device must be an int or an "
-                                        rf"arrayport\.cuda\.Device, got '{name}'"):
+    with pytest.raises(TypeError, match=rf"set_device: device: expected an int or an "
+                                        rf"arrayport\.cuda\.Device, got {name}$"):
         cuda.set_device(device)
 
 
 def test_none_is_the_current_device_where_a_device_is_optional_only():
     assert cuda.Stream.legacy(None).device == current_device_or_none()
     assert cuda.Stream.from_handle(5, None).device == current_device_or_none()
-    with pytest.raises(TypeError, match=r"set_device: device must be an int or an "
-                                        r"arrayport\.cuda\.Device, got 'NoneType'"):
+    with pytest.raises(TypeError, match=r"set_device: device: expected an int or an "
+                                        r"arrayport\.cuda\.Device, got NoneType"):
         cuda.set_device(None)
 
 
@@ -505,20 +505,32 @@ def test_device_defaults_to_the_current_one_and_compares_by_index(device0):
     assert cuda.current_device() == 0
 
 
+@pytest.mark.parametrize("index", [-1, -(2**70)])
+def test_a_negative_device_index_is_a_value_error_on_every_machine(index):
+    with pytest.raises(ValueError, match=rf"^Device: i: expected a device index >= 0, got {index}$"):
+        cuda.Device(index)
+    with pytest.raises(ValueError, match=r"^set_device: device: expected a device index >= 0"):
+        cuda.set_device(index)
+    with pytest.raises(ValueError, match=r"^Stream: device: expected a device index >= 0"):
+        cuda.Stream(device=index)
+
+
 @needs_gpu
-@pytest.mark.parametrize("index", ["count", -1, 2**40])
+@pytest.mark.parametrize("index", ["count", 2**40, 2**70])
 def test_a_bad_device_index_is_a_value_error_naming_it_and_the_range(index):
     n = cuda.device_count()
     index = n if index == "count" else index
     noun = "device" if n == 1 else "devices"
     with pytest.raises(ValueError) as info:
         cuda.Device(index)
-    assert str(info.value) == (f"Device: device index must be in [0, {n}) (this machine has {n} "
-                               f"CUDA {noun}), got {index}")
-    with pytest.raises(ValueError, match=rf"set_device: device index must be in \[0, {n}\)"):
+    assert str(info.value) == (f"Device: i: expected a device index in [0, {n}) (this machine has "
+                               f"{n} CUDA {noun}), got {index}")
+    with pytest.raises(ValueError, match=rf"set_device: device: expected a device index in \[0, {n}\)"):
         cuda.set_device(index)
-    with pytest.raises(ValueError, match=rf"Stream: device index must be in \[0, {n}\)"):
+    with pytest.raises(ValueError, match=rf"Stream: device: expected a device index in \[0, {n}\)"):
         cuda.Stream(device=index)
+    with pytest.raises(ValueError, match=rf"^empty: device: expected a device index in \[0, {n}\)"):
+        arrayport.empty(3, device=index)
 
 
 @needs_gpu
