@@ -47,9 +47,11 @@ nb::object as_index(PyObject* obj, const std::string& prefix, const char* expect
   PyObject* v = PyNumber_Index(obj);
   if (!v) {
     if (!PyErr_ExceptionMatches(PyExc_Exception)) throw nb::python_error();  // KeyboardInterrupt
-    nb::python_error e;
+    nb::python_error e;  // fetched: reported by type and message, without the traceback
+    nb::str message = nb::str(e.value());
     throw type_error(prefix + "expected " + expected + ", got " + type_name_of(obj) +
-                     ", whose __index__ raised " + e.what());
+                     ", whose __index__ raised " + type_name_of(e.value().ptr()) + ": " +
+                     message.c_str());
   }
   return nb::steal(v);
 }
@@ -97,14 +99,18 @@ std::optional<int> device_arg(PyObject* obj, const char* what, const char* name,
   // Wrong on every machine first: a negative index.
   if (overflow < 0 || i < 0)
     throw value_error(prefix + "expected a device index >= 0, got " + repr_of(v.ptr()));
-  if (needs_device) runtime::require_device(what);
   const int n = runtime::device_count();
-  if (n > 0 && (overflow > 0 || i >= n))
-    throw value_error(prefix + "expected a device index in [0, " + std::to_string(n) +
-                      ") (this machine has " + std::to_string(n) +
-                      (n == 1 ? " CUDA device" : " CUDA devices") + "), got " + repr_of(v.ptr()));
-  if (overflow > 0 || i > std::numeric_limits<int>::max())
+  const auto past_last = [&] {
+    return value_error(prefix + "expected a device index in [0, " + std::to_string(n) +
+                       ") (this machine has " + std::to_string(n) +
+                       (n == 1 ? " CUDA device" : " CUDA devices") + "), got " + repr_of(v.ptr()));
+  };
+  if (overflow > 0 || i > std::numeric_limits<int>::max()) {  // no machine has that many
+    if (n > 0) throw past_last();
     throw value_error(prefix + "expected a device index that fits an int, got " + repr_of(v.ptr()));
+  }
+  if (needs_device) runtime::require_device(what);
+  if (n > 0 && i >= n) throw past_last();
   return static_cast<int>(i);
 }
 

@@ -627,7 +627,7 @@ PyObject* array_reshape(PyObject* self, PyObject* args) {
         if (infer >= 0) throw value_error("reshape: can only specify one unknown dimension (-1)");
         infer = static_cast<int>(shape.size());
       } else if (e < 0) {
-        throw value_error("reshape: expected non-negative extents or -1, got " + std::to_string(e));
+        throw value_error("reshape: shape: expected non-negative extents or -1, got " + std::to_string(e));
       } else {
         known *= e;
       }
@@ -1016,26 +1016,26 @@ void register_array(nb::module_& m) {
   using namespace nb::literals;
   m.def("empty", [](nb::handle shape, nb::handle dt, nb::handle memory, nb::handle device,
                     nb::handle stream) { return create(shape, dt, memory, device, stream); },
-        "shape"_a, "dtype"_a = nb::none(), "memory"_a = nb::none(), "device"_a = nb::none(),
+        "shape"_a.none(), "dtype"_a = nb::none(), "memory"_a = nb::none(), "device"_a = nb::none(),
         "stream"_a = nb::none(),
         "A new uninitialised Array (allocation does not touch the pages).");
   m.def("zeros", [](nb::handle shape, nb::handle dt, nb::handle memory, nb::handle device,
                     nb::handle stream) {
           return filled(parse_creation(shape, dt, memory, device, stream, "zeros"), stream,
                         nb::int_(0), "zeros");
-        }, "shape"_a, "dtype"_a = nb::none(), "memory"_a = nb::none(), "device"_a = nb::none(),
+        }, "shape"_a.none(), "dtype"_a = nb::none(), "memory"_a = nb::none(), "device"_a = nb::none(),
         "stream"_a = nb::none(), "A new Array of zeros.");
   m.def("ones", [](nb::handle shape, nb::handle dt, nb::handle memory, nb::handle device,
                    nb::handle stream) {
           return filled(parse_creation(shape, dt, memory, device, stream, "ones"), stream,
                         nb::int_(1), "ones");
-        }, "shape"_a, "dtype"_a = nb::none(), "memory"_a = nb::none(), "device"_a = nb::none(),
+        }, "shape"_a.none(), "dtype"_a = nb::none(), "memory"_a = nb::none(), "device"_a = nb::none(),
         "stream"_a = nb::none(), "A new Array of ones.");
   m.def("full", [](nb::handle shape, nb::handle value, nb::handle dt, nb::handle memory,
                    nb::handle device, nb::handle stream) {
           return filled(parse_creation(shape, dt, memory, device, stream, "full"), stream, value,
                         "full");
-        }, "shape"_a, "fill_value"_a.none(), "dtype"_a = nb::none(), "memory"_a = nb::none(),
+        }, "shape"_a.none(), "fill_value"_a.none(), "dtype"_a = nb::none(), "memory"_a = nb::none(),
         "device"_a = nb::none(), "stream"_a = nb::none(), "A new Array filled with fill_value.");
 
   // *_like: shape, dtype, memory kind and device of `a` unless given.

@@ -603,11 +603,11 @@ PyObject* array_prefetch(PyObject* self, PyObject* args, PyObject* kwargs) {
   return method([&] {
     array_object* a = as_array(self);
     const operand op = operand_of(a);
+    const int where = location_arg(device, op.device, "prefetch");  // arguments first
+    const stream_handle s = parse_stream(stream, "prefetch");
     if (op.kind != memory_kind::managed)
       throw value_error("prefetch: needs managed memory, but this array is in " +
                         std::string(to_string(op.kind)) + " memory");
-    const int where = location_arg(device, op.device, "prefetch");
-    const stream_handle s = parse_stream(stream, "prefetch");
     std::uintptr_t lo, hi;
     ::arrayport::detail::byte_span(op.side(), op.shape.data(), op.ndim(), op.dt.itemsize(), lo, hi);
     if (hi > lo) {
@@ -647,10 +647,10 @@ PyObject* array_advise(PyObject* self, PyObject* args, PyObject* kwargs) {
     if (!chosen) throw value_error(std::string("advise: advice: ") + expected + ", got '" + name + "'");
     array_object* a = as_array(self);
     const operand op = operand_of(a);
+    const int where = location_arg(device, op.device, "advise");  // arguments first
     if (op.kind != memory_kind::managed)
       throw value_error("advise: needs managed memory, but this array is in " +
                         std::string(to_string(op.kind)) + " memory");
-    const int where = location_arg(device, op.device, "advise");
     std::uintptr_t lo, hi;
     ::arrayport::detail::byte_span(op.side(), op.shape.data(), op.ndim(), op.dt.itemsize(), lo, hi);
     if (hi > lo) runtime::mem_advise(reinterpret_cast<const void*>(lo), hi - lo, *chosen, where);

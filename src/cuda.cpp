@@ -160,8 +160,10 @@ std::optional<int> foreign_int(nb::handle obj, const char* attr) {
   return static_cast<int>(i);
 }
 
-// `what` names the caller and argument in messages ("Stream.adopt", "Event.record: stream").
-nb::object adopt(nb::handle obj, nb::handle device, const char* what = "Stream.adopt") {
+// `what` and `name` name the caller and the argument in messages ("Stream.adopt", "obj").
+nb::object adopt(nb::handle obj, nb::handle device, const char* what = "Stream.adopt",
+                 const char* name = "obj") {
+  const std::string label = std::string(what) + ": " + name;
   if (nb::isinstance<py_stream>(obj)) {
     const py_stream& s = nb::cast<const py_stream&>(obj);
     if (!device.is_none() && device_arg(device, what) != s.device())
@@ -170,7 +172,7 @@ nb::object adopt(nb::handle obj, nb::handle device, const char* what = "Stream.a
     return nb::borrow(obj);
   }
   if (is_index(obj))
-    return nb::cast(borrow_stream(handle_arg(obj.ptr(), what), borrowed_device(device, what)));
+    return nb::cast(borrow_stream(handle_arg(obj.ptr(), label), borrowed_device(device, what)));
 
   std::uintptr_t handle = 0;
   if (nb::hasattr(obj, "__cuda_stream__")) {
@@ -179,21 +181,19 @@ nb::object adopt(nb::handle obj, nb::handle device, const char* what = "Stream.a
     nb::object attr = obj.attr("__cuda_stream__");
     nb::object result = PyCallable_Check(attr.ptr()) ? attr() : attr;
     if (!nb::isinstance<nb::tuple>(result) || nb::len(result) != 2 || !is_index(result[0]))
-      throw type_error(std::string(what) +
-                       ": __cuda_stream__() must return a (version, handle) tuple of ints, got " +
+      throw type_error(label + ": __cuda_stream__() must return a (version, handle) tuple of ints, got " +
                        repr_of(result));
     nb::object version = to_pylong(result[0]);
     if (!version.equal(nb::int_(0)))
-      throw value_error(std::string(what) + ": __cuda_stream__ protocol version " +
+      throw value_error(label + ": __cuda_stream__ protocol version " +
                         repr_of(version) + " is not supported (expected 0)");
-    handle = handle_arg(nb::object(result[1]).ptr(), std::string(what) + ": __cuda_stream__()[1]");
+    handle = handle_arg(nb::object(result[1]).ptr(), label + ".__cuda_stream__()[1]");
   } else if (nb::hasattr(obj, "cuda_stream")) {  // torch.cuda.Stream / ExternalStream
-    handle = handle_arg(nb::object(obj.attr("cuda_stream")).ptr(), std::string(what) + ": .cuda_stream");
+    handle = handle_arg(nb::object(obj.attr("cuda_stream")).ptr(), label + ".cuda_stream");
   } else if (nb::hasattr(obj, "ptr")) {  // cupy.cuda.Stream / ExternalStream
-    handle = handle_arg(nb::object(obj.attr("ptr")).ptr(), std::string(what) + ": .ptr");
+    handle = handle_arg(nb::object(obj.attr("ptr")).ptr(), label + ".ptr");
   } else {
-    throw type_error(std::string(what) +
-                     ": expected an object with __cuda_stream__ (the cuda.core protocol), a "
+    throw type_error(label + ": expected an object with __cuda_stream__ (the cuda.core protocol), a "
                      "PyTorch stream (.cuda_stream), a CuPy stream (.ptr), an "
                      "arrayport.cuda.Stream or an int handle, got '" +
                      tp_name_of(obj) + "'");
@@ -217,7 +217,7 @@ nb::object adopt(nb::handle obj, nb::handle device, const char* what = "Stream.a
 // The stream an argument names: None is the current stream; anything else is adopted.
 current_stream_state stream_arg(nb::handle obj, const char* what) {
   if (obj.is_none()) return current_stream();
-  nb::object s = adopt(obj, nb::none(), what);
+  nb::object s = adopt(obj, nb::none(), what, "stream");
   const py_stream& ps = nb::cast<const py_stream&>(s);
   return {ps.stream.handle(), ps.device()};
 }
@@ -536,7 +536,7 @@ void register_cuda(nb::module_& parent) {
           "timing"_a.none() = true, "blocking"_a.none() = false,
           nb::sig("def __init__(self, timing: bool = True, blocking: bool = False) -> None"))
       .def(
-          "record", [](py_event& e, nb::handle stream) { record(e, stream_arg(stream, "Event.record: stream")); },
+          "record", [](py_event& e, nb::handle stream) { record(e, stream_arg(stream, "Event.record")); },
           "stream"_a.none() = nb::none(),
           nb::sig("def record(self, stream: object = None) -> None"),
           "Captures the work queued so far on `stream`: None is the current stream "
@@ -599,7 +599,7 @@ void register_cuda(nb::module_& parent) {
       .def_static(
           "from_handle",
           [](nb::handle handle, nb::handle device) {
-            return borrow_stream(handle_arg(handle.ptr(), "Stream.from_handle"),
+            return borrow_stream(handle_arg(handle.ptr(), "Stream.from_handle: handle"),
                                  borrowed_device(device, "Stream.from_handle"));
           },
           "handle"_a.none(), "device"_a.none() = nb::none(),

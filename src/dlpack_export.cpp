@@ -91,7 +91,7 @@ void stream_handshake(array_object* a, PyObject* stream) {
   }
   if (!cuda) {
     if (stream != Py_None && s != -1)
-      buffer_error("__dlpack__: stream must be None for a CPU array, got " +
+      buffer_error("__dlpack__: stream: expected None or -1 for a CPU array, got " +
                    std::string(nanobind::str(stream).c_str()));
     return;
   }
@@ -102,7 +102,7 @@ void stream_handshake(array_object* a, PyObject* stream) {
       buffer_error("__dlpack__: stream=0 is disallowed for CUDA (ambiguous); use 1 for the legacy "
                    "default stream or 2 for the per-thread default stream");
     if (s < -1 && !above_int64)
-      buffer_error("__dlpack__: stream must be -1, None or a stream handle, got " +
+      buffer_error("__dlpack__: stream: expected None, -1 or a stream handle, got " +
                    std::string(nanobind::str(stream).c_str()));
     consumer = s == 1 ? nullptr : reinterpret_cast<stream_handle>(static_cast<std::uintptr_t>(s));
   }
@@ -130,7 +130,7 @@ PyObject* export_impl(PyObject* self, PyObject* args, PyObject* kwargs) {
     if (!PyTuple_Check(max_version) || PyTuple_GET_SIZE(max_version) != 2 ||
         (major = PyLong_AsLong(PyTuple_GET_ITEM(max_version, 0))) == -1) {
       PyErr_Clear();
-      buffer_error("__dlpack__: max_version must be a (major, minor) tuple of ints, got " +
+      buffer_error("__dlpack__: max_version: expected a (major, minor) tuple of ints, got " +
                    std::string(nanobind::str(max_version).c_str()));
     }
     versioned = major >= 1;

@@ -88,7 +88,11 @@ def _placement(memory: Optional[MemoryKind], device: Any,
     if isinstance(device, _cuda.Device):
         device = device.index
     elif hasattr(type(device), "__index__") and not isinstance(device, (bool, Array)):
-        device = operator.index(device)  # NumPy integers too, as every other device= takes
+        try:
+            device = operator.index(device)  # NumPy integers too, as every other device= takes
+        except Exception as e:
+            raise TypeError(f"{what}: device: expected a device index, got {type(device).__name__}, "
+                            f"whose __index__ raised {type(e).__name__}: {e}") from e
     if device is None or isinstance(device, int):
         if device is not None and device < 0:
             raise ValueError(f"{what}: device: expected a device index >= 0, got {device}")

@@ -162,7 +162,7 @@ def test_streams_are_equal_and_hashed_by_handle():
 
 @pytest.mark.parametrize("handle", [-1, -(2**70)])
 def test_a_negative_handle_is_a_value_error(handle):
-    with pytest.raises(ValueError, match=r"Stream\.from_handle: a stream handle must be "
+    with pytest.raises(ValueError, match=r"Stream\.from_handle: handle: a stream handle must be "
                                          r"non-negative \(a cudaStream_t address\), got -"):
         cuda.Stream.from_handle(handle)
 
@@ -175,7 +175,7 @@ def test_a_handle_wider_than_a_pointer_is_a_value_error():
 @pytest.mark.parametrize("handle, name",
                          [("0", "str"), (1.0, "float"), (True, "bool"), (None, "NoneType")])
 def test_a_handle_that_is_not_an_int_is_a_type_error(handle, name):
-    with pytest.raises(TypeError, match=rf"Stream\.from_handle: a stream handle must be an int "
+    with pytest.raises(TypeError, match=rf"Stream\.from_handle: handle: a stream handle must be an int "
                                         rf"\(a cudaStream_t address\), got '{name}'"):
         cuda.Stream.from_handle(handle)
 
@@ -363,20 +363,20 @@ def test_adopting_something_else_is_a_type_error_naming_what_was_expected():
     with pytest.raises(TypeError) as info:
         cuda.Stream.adopt("x")
     assert str(info.value) == (
-        "Stream.adopt: expected an object with __cuda_stream__ (the cuda.core protocol), a "
+        "Stream.adopt: obj: expected an object with __cuda_stream__ (the cuda.core protocol), a "
         "PyTorch stream (.cuda_stream), a CuPy stream (.ptr), an arrayport.cuda.Stream or an int "
         "handle, got 'str'")
     for bad in (None, 1.5, True, object()):
-        with pytest.raises(TypeError, match="Stream.adopt: expected an object with __cuda_stream"):
+        with pytest.raises(TypeError, match="Stream.adopt: obj: expected an object with __cuda_stream"):
             cuda.Stream.adopt(bad)
 
 
 def test_adopting_a_negative_handle_is_a_value_error():
-    with pytest.raises(ValueError, match=r"Stream\.adopt: a stream handle must be non-negative"):
+    with pytest.raises(ValueError, match=r"Stream\.adopt: obj: a stream handle must be non-negative"):
         cuda.Stream.adopt(-1)
-    with pytest.raises(ValueError, match=r"Stream\.adopt: \.ptr: a stream handle must be non-neg"):
+    with pytest.raises(ValueError, match=r"Stream\.adopt: obj\.ptr: a stream handle must be non-neg"):
         cuda.Stream.adopt(CupyLike(-5))
-    with pytest.raises(ValueError, match=r"Stream\.adopt: __cuda_stream__\(\)\[1\]: a stream "
+    with pytest.raises(ValueError, match=r"Stream\.adopt: obj\.__cuda_stream__\(\)\[1\]: a stream "
                                          r"handle must be non-negative"):
         cuda.Stream.adopt(CudaCoreLike(-5))
 
@@ -633,7 +633,7 @@ def test_event_record_defaults_to_the_current_stream_and_takes_adoptable_objects
     e.record(cuda.Stream.legacy())
     e.synchronize()
     assert e.query() is True
-    with pytest.raises(TypeError, match="Stream.adopt: expected"):
+    with pytest.raises(TypeError, match="Event.record: stream: expected an object with"):
         e.record("s")
 
 
