@@ -407,12 +407,7 @@ PyObject* array_array(PyObject* self, PyObject* args, PyObject* kwargs) {
     array_object* a = as_array(self);
     if (copy != Py_None && !PyBool_Check(copy))
       throw type_error("__array__: copy: expected True, False or None, got " + type_name_of(copy));
-    if (!is_host_accessible(static_cast<memory_kind>(a->view.memory_kind)))
-      throw type_error("__array__: this array is in device memory, which NumPy cannot read; copy "
-                       "it to the host with .get() (np.asarray(a.get()))");
-    if (dtype::from_c(a->view.dtype) == dtypes::bfloat16)
-      throw type_error("__array__: NumPy has no bfloat16 dtype; view it as uint16 "
-                       "(a.view('uint16')) or export it through DLPack");
+    // Every argument checked before the memory is looked at.
     nb::module_ np = nb::module_::import_("numpy");
     nb::object dt = nb::none();
     if (dtype_obj != Py_None) {
@@ -420,17 +415,21 @@ PyObject* array_array(PyObject* self, PyObject* args, PyObject* kwargs) {
         dt = np.attr("dtype")(nb::handle(dtype_obj));
       } catch (nb::python_error& e) {
         if (!e.matches(PyExc_TypeError)) throw;
-        throw type_error(std::string("__array__: dtype: ") + e.what());
+        throw type_error(std::string("__array__: dtype: ") + nb::str(e.value()).c_str());
       }
     }
+    if (!is_host_accessible(static_cast<memory_kind>(a->view.memory_kind)))
+      throw type_error("__array__: this array is in device memory, which NumPy cannot read; copy "
+                       "it to the host with .get() (np.asarray(a.get()))");
+    if (dtype::from_c(a->view.dtype) == dtypes::bfloat16)
+      throw type_error("__array__: NumPy has no bfloat16 dtype; view it as uint16 "
+                       "(a.view('uint16')) or export it through DLPack");
     nb::object view = nb::steal(PyMemoryView_FromObject(self));
     if (!view.is_valid()) throw nb::python_error();
     using namespace nb::literals;
     return np.attr("asarray")(view, "dtype"_a = dt, "copy"_a = nb::handle(copy)).release().ptr();
   });
 }
-
-
 
 // ---- views: indexing, transpose, reshape, view(dtype) (no copies) ----------------------------
 
