@@ -301,9 +301,9 @@ nb::object single_element(array_object* a, const char* what) {
                       "read; copy it to the host first with .get() (" + what + "(a.get()))");
   const dtype dt = dtype::from_c(a->view.dtype);
   alignas(16) unsigned char p[16] = {};
-  {
+  if (runtime::is_available()) {  // device writes complete first; without a GPU there are none
     gil_release release;
-    runtime::stream_synchronize(a->view.stream, array_device(a));  // device writes complete first
+    runtime::stream_synchronize(a->view.stream, array_device(a));
   }
   std::memcpy(p, a->view.data, dt.itemsize());
   if (dt.is_bool()) return nb::bool_(p[0] != 0);

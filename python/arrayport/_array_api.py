@@ -93,7 +93,7 @@ def _placement(memory: Optional[MemoryKind], device: Any,
         except Exception as e:
             raise TypeError(f"{what}: device: expected a device index, got {type(device).__name__}, "
                             f"whose __index__ raised {type(e).__name__}: {e}") from e
-    if device is None or isinstance(device, int):
+    if device is None or (isinstance(device, int) and not isinstance(device, bool)):
         if device is not None and device < 0:
             raise ValueError(f"{what}: device: expected a device index >= 0, got {device}")
         if device is not None and device >= 2**31:

@@ -30,9 +30,9 @@ class BadIndex:
 OBJ = object()
 
 # The wrong values of each kind of argument (None only where the argument does not take it).
-_INTS = ["x", 2**64, 2**70, -5, 1.5, BadIndex(), OBJ]
+_INTS = ["x", 2**64, 2**70, -5, 1.5, True, BadIndex(), OBJ]
 BAD: dict[str, list[Any]] = {
-    "shape": ["x", b"ab", 1.5, -5, 2**70, [BadIndex()], [1, "x"], [2, -1], OBJ, None],
+    "shape": ["x", b"ab", 1.5, -5, 2**70, True, [BadIndex()], [1, "x"], [2, -1], [True], OBJ, None],
     "dtype": ["x", "float128", 2**64, 1.5, -5, OBJ, BadIndex()],
     "numpy_dtype": ["x", 5, 1.5, OBJ],
     "memory": ["x", "gpu", 5, 1.5, OBJ],
@@ -41,14 +41,14 @@ BAD: dict[str, list[Any]] = {
     "asarray_device": [*_INTS, ("tpu", 0), [0]],
     "location": _INTS,
     "stream": _INTS,
-    "dlpack_stream": ["x", 2**64, -5, 1.5, BadIndex(), OBJ],
+    "dlpack_stream": ["x", 2**64, -5, 1.5, True, BadIndex(), OBJ],
     "handle": [*_INTS, None],
-    "stream_object": ["x", 2**64, -5, 1.5, BadIndex(), OBJ],
+    "stream_object": ["x", 2**64, -5, 1.5, True, BadIndex(), OBJ],
     "bool": ["x", 2, 1.5, None, OBJ],
     "tristate": ["x", 1, 1.5, OBJ],
-    "int32": ["x", 2**64, 2**70, 1.5, BadIndex(), None],
-    "axes": ["x", 1.5, 2**70, BadIndex(), OBJ],
-    "extent": ["x", 1.5, 2**70, -5, BadIndex(), OBJ],
+    "int32": ["x", 2**64, 2**70, 1.5, True, BadIndex(), None],
+    "axes": ["x", 1.5, 2**70, True, BadIndex(), OBJ],
+    "extent": ["x", 1.5, 2**70, -5, True, BadIndex(), OBJ],
     "number": ["x", None, OBJ, 1j],
     "array": ["x", 1.5, None, OBJ],
     "asarray_obj": ["x", None, OBJ],
