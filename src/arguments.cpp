@@ -118,7 +118,8 @@ std::optional<memory_kind> memory_arg(PyObject* obj, const char* what) {
   if (obj == Py_None) return std::nullopt;
   const std::string prefix = arg_prefix(what, "memory");
   if (!PyUnicode_Check(obj))
-    throw type_error(prefix + "expected one of 'device', 'managed', 'pinned', 'host' or None, got " +
+    throw type_error(prefix +
+                     "expected one of 'device', 'managed', 'pinned', 'host' or None, got " +
                      type_name_of(obj));
   const char* name = PyUnicode_AsUTF8(obj);
   if (!name) throw nb::python_error();
@@ -133,7 +134,7 @@ memory_kind parse_memory(PyObject* obj, const char* what) {
   return memory_arg(obj, what).value_or(default_memory_kind());
 }
 
-// ---- dtype= --------------------------------------------------------------------------------------
+// ---- dtype= ------------------------------------------------------------------------------------
 
 namespace {
 
@@ -195,7 +196,7 @@ dtype parse_dtype(nb::handle d) {
   }
 }
 
-// ---- shape= --------------------------------------------------------------------------------------
+// ---- shape= ------------------------------------------------------------------------------------
 
 std::vector<std::int64_t> parse_shape(nb::handle shape, const char* what) {
   const std::string prefix = arg_prefix(what, "shape");
@@ -235,7 +236,7 @@ std::vector<std::int64_t> parse_shape(nb::handle shape, const char* what) {
   return out;
 }
 
-// ---- stream= -------------------------------------------------------------------------------------
+// ---- stream= -----------------------------------------------------------------------------------
 
 std::uintptr_t handle_arg(PyObject* obj, const std::string& what) {
   if (PyBool_Check(obj) || !PyIndex_Check(obj))
@@ -246,13 +247,15 @@ std::uintptr_t handle_arg(PyObject* obj, const std::string& what) {
   const long long s = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
   if (s == -1 && PyErr_Occurred()) throw nb::python_error();
   if (overflow < 0 || (overflow == 0 && s < 0))
-    throw value_error(what + ": a stream handle must be non-negative (a cudaStream_t address), got " +
+    throw value_error(what +
+                      ": a stream handle must be non-negative (a cudaStream_t address), got " +
                       repr_of(v.ptr()));
   const unsigned long long u = PyLong_AsUnsignedLongLong(v.ptr());
   if (u == static_cast<unsigned long long>(-1) && PyErr_Occurred()) {
     PyErr_Clear();
     throw value_error(what + ": a stream handle must fit in " +
-                      std::to_string(8 * sizeof(std::uintptr_t)) + " bits, got " + repr_of(v.ptr()));
+                      std::to_string(8 * sizeof(std::uintptr_t)) + " bits, got " +
+                      repr_of(v.ptr()));
   }
   return static_cast<std::uintptr_t>(u);
 }

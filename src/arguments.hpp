@@ -60,9 +60,10 @@ std::uintptr_t handle_arg(PyObject* obj, const std::string& what);
 /// __cuda_stream__.
 stream_handle parse_stream(nanobind::handle stream, const char* what = nullptr);
 
-/// What keeps the stream that parse_stream(stream) names alive: the object itself, the innermost
-/// `with` block's stream for None, nothing (a null handle) for an int handle, which its owner keeps.
-/// An Array holds it until its memory has been released on that stream.
+/// What keeps the stream that parse_stream(stream) names alive: the object itself, the
+/// innermost `with` block's stream for None, nothing (a null handle) for an int handle, which
+/// its owner keeps.
+/// An Array holds it until its memory is released on that stream.
 nanobind::handle stream_owner(nanobind::handle stream) noexcept;
 
 }  // namespace arrayport::ext

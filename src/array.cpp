@@ -291,13 +291,43 @@ PyObject* array_dlpack_device(PyObject* self, PyObject* unused) { return dlpack_
 // 0-d array only, bool() any array of one element, operator.index() a 0-d integer array. The
 // element is read where the host can read it; device memory is refused rather than copied.
 
-[[noreturn]] void scalar_type_error(const std::string& msg) { throw type_error(msg); }
+// One element's value decoded from its bytes: what repr prints and int()/float()/... return.
+struct element_value {
+  enum { boolean, signed_int, unsigned_int, real, complex } kind;
+  std::int64_t i = 0;
+  std::uint64_t u = 0;
+  double re = 0, im = 0;
+};
+
+element_value decode_element(const unsigned char* p, dtype dt) {
+  element_value e{element_value::real};
+  if (dt.is_bool()) {
+    e.kind = element_value::boolean;
+    e.u = *p != 0;
+  } else if (dt.is_integer()) {
+    e.kind = dt.is_signed() ? element_value::signed_int : element_value::unsigned_int;
+    switch (dt.bits) {
+      case 8: if (dt.is_signed()) e.i = static_cast<std::int8_t>(*p); else e.u = *p; break;
+      case 16: if (dt.is_signed()) { std::int16_t x; std::memcpy(&x, p, 2); e.i = x; } else { std::uint16_t x; std::memcpy(&x, p, 2); e.u = x; } break;
+      case 32: if (dt.is_signed()) { std::int32_t x; std::memcpy(&x, p, 4); e.i = x; } else { std::uint32_t x; std::memcpy(&x, p, 4); e.u = x; } break;
+      default: if (dt.is_signed()) std::memcpy(&e.i, p, 8); else std::memcpy(&e.u, p, 8); break;
+    }
+  } else if (dt.is_complex()) {
+    e.kind = element_value::complex;
+    if (dt.bits == 64) { float c[2]; std::memcpy(c, p, 8); e.re = c[0]; e.im = c[1]; }
+    else { double c[2]; std::memcpy(c, p, 16); e.re = c[0]; e.im = c[1]; }
+  } else if (dt == dtypes::float16) { float16_t h; std::memcpy(&h, p, 2); e.re = static_cast<float>(h); }
+  else if (dt == dtypes::bfloat16) { bfloat16_t h; std::memcpy(&h, p, 2); e.re = static_cast<float>(h); }
+  else if (dt == dtypes::float32) { float f; std::memcpy(&f, p, 4); e.re = f; }
+  else std::memcpy(&e.re, p, 8);
+  return e;
+}
 
 // The element of `a` (which has exactly one) as a Python bool, int, float or complex.
 nb::object single_element(array_object* a, const char* what) {
   const auto kind = static_cast<memory_kind>(a->view.memory_kind);
   if (!is_host_accessible(kind))
-    scalar_type_error(std::string(what) + ": this array is in device memory, which the host cannot "
+    throw type_error(std::string(what) + ": this array is in device memory, which the host cannot "
                       "read; copy it to the host first with .get() (" + what + "(a.get()))");
   const dtype dt = dtype::from_c(a->view.dtype);
   alignas(16) unsigned char p[16] = {};
@@ -306,43 +336,30 @@ nb::object single_element(array_object* a, const char* what) {
     runtime::stream_synchronize(a->view.stream, array_device(a));
   }
   std::memcpy(p, a->view.data, dt.itemsize());
-  if (dt.is_bool()) return nb::bool_(p[0] != 0);
-  if (dt.is_integer()) {
-    std::int64_t v = 0;
-    std::uint64_t u = 0;
-    switch (dt.bits) {
-      case 8: if (dt.is_signed()) v = static_cast<std::int8_t>(p[0]); else u = p[0]; break;
-      case 16: if (dt.is_signed()) { std::int16_t x; std::memcpy(&x, p, 2); v = x; } else { std::uint16_t x; std::memcpy(&x, p, 2); u = x; } break;
-      case 32: if (dt.is_signed()) { std::int32_t x; std::memcpy(&x, p, 4); v = x; } else { std::uint32_t x; std::memcpy(&x, p, 4); u = x; } break;
-      default: if (dt.is_signed()) std::memcpy(&v, p, 8); else std::memcpy(&u, p, 8); break;
-    }
-    return nb::steal(dt.is_signed() ? PyLong_FromLongLong(v) : PyLong_FromUnsignedLongLong(u));
+  const element_value e = decode_element(p, dt);
+  PyObject* v = nullptr;
+  switch (e.kind) {
+    case element_value::boolean: v = Py_NewRef(e.u ? Py_True : Py_False); break;
+    case element_value::signed_int: v = PyLong_FromLongLong(e.i); break;
+    case element_value::unsigned_int: v = PyLong_FromUnsignedLongLong(e.u); break;
+    case element_value::complex: v = PyComplex_FromDoubles(e.re, e.im); break;
+    case element_value::real: v = PyFloat_FromDouble(e.re); break;
   }
-  if (dt.is_complex()) {
-    double re, im;
-    if (dt.bits == 64) { float c[2]; std::memcpy(c, p, 8); re = c[0]; im = c[1]; }
-    else { double c[2]; std::memcpy(c, p, 16); re = c[0]; im = c[1]; }
-    return nb::steal(PyComplex_FromDoubles(re, im));
-  }
-  double d;
-  if (dt == dtypes::float16) { float16_t h; std::memcpy(&h, p, 2); d = static_cast<float>(h); }
-  else if (dt == dtypes::bfloat16) { bfloat16_t h; std::memcpy(&h, p, 2); d = static_cast<float>(h); }
-  else if (dt == dtypes::float32) { float f; std::memcpy(&f, p, 4); d = f; }
-  else std::memcpy(&d, p, 8);
-  return nb::steal(PyFloat_FromDouble(d));
+  if (!v) throw nb::python_error();
+  return nb::steal(v);
 }
 
 // int(), float() and complex(): a 0-d array's element; a complex one only for complex().
 nb::object scalar_of(PyObject* self, const char* what, bool complex_ok) {
   array_object* a = as_array(self);
   if (a->view.ndim != 0)
-    scalar_type_error(std::string(what) + ": only 0-dimensional arrays can be converted to Python "
+    throw type_error(std::string(what) + ": only 0-dimensional arrays can be converted to Python "
                       "scalars; this one has shape " +
                       shape_string(a->view.shape, static_cast<std::size_t>(a->view.ndim)) +
                       " (index it, a[0], or use .get())");
   const dtype dt = dtype::from_c(a->view.dtype);
   if (dt.is_complex() && !complex_ok)
-    scalar_type_error(std::string(what) + ": cannot convert an array of " + std::string(dt.name()) +
+    throw type_error(std::string(what) + ": cannot convert an array of " + std::string(dt.name()) +
                       " to a real number (take .real of its .get(), or use complex())");
   return single_element(a, what);
 }
@@ -371,7 +388,7 @@ PyObject* array_index(PyObject* self) {
   return guarded<PyObject*>(nullptr, [&] {
     array_object* a = as_array(self);
     if (a->view.ndim != 0 || !dtype::from_c(a->view.dtype).is_integer())
-      scalar_type_error("only integer scalar arrays can be converted to a scalar index; this one "
+      throw type_error("only integer scalar arrays can be converted to a scalar index; this one "
                         "has dtype " + std::string(dtype::from_c(a->view.dtype).name()) +
                         " and shape " + shape_string(a->view.shape, static_cast<std::size_t>(a->view.ndim)));
     return single_element(a, "operator.index").release().ptr();
@@ -707,27 +724,14 @@ PyObject* array_view(PyObject* self, PyObject* args, PyObject* kwargs) {
 // repr: dtype, shape, memory, device and up to 6 leading values (copied to the host to print).
 std::string format_element(const unsigned char* p, dtype dt) {
   char buf[96];
-  auto num = [&](double v) { std::snprintf(buf, sizeof buf, "%.6g", v); return std::string(buf); };
-  if (dt.is_bool()) return *p ? "True" : "False";
-  if (dt.is_integer()) {
-    std::int64_t v = 0;
-    std::uint64_t u = 0;
-    switch (dt.bits) {
-      case 8: if (dt.is_signed()) v = *reinterpret_cast<const std::int8_t*>(p); else u = *p; break;
-      case 16: if (dt.is_signed()) { std::int16_t x; std::memcpy(&x, p, 2); v = x; } else { std::uint16_t x; std::memcpy(&x, p, 2); u = x; } break;
-      case 32: if (dt.is_signed()) { std::int32_t x; std::memcpy(&x, p, 4); v = x; } else { std::uint32_t x; std::memcpy(&x, p, 4); u = x; } break;
-      default: if (dt.is_signed()) std::memcpy(&v, p, 8); else std::memcpy(&u, p, 8); break;
-    }
-    return dt.is_signed() ? std::to_string(v) : std::to_string(u);
+  const element_value e = decode_element(p, dt);
+  switch (e.kind) {
+    case element_value::boolean: return e.u ? "True" : "False";
+    case element_value::signed_int: return std::to_string(e.i);
+    case element_value::unsigned_int: return std::to_string(e.u);
+    case element_value::complex: std::snprintf(buf, sizeof buf, "(%.6g%+.6gj)", e.re, e.im); break;
+    case element_value::real: std::snprintf(buf, sizeof buf, "%.6g", e.re); break;
   }
-  if (dt == dtypes::float16) { float16_t h; std::memcpy(&h, p, 2); return num(static_cast<float>(h)); }
-  if (dt == dtypes::bfloat16) { bfloat16_t h; std::memcpy(&h, p, 2); return num(static_cast<float>(h)); }
-  if (dt == dtypes::float32) { float f; std::memcpy(&f, p, 4); return num(f); }
-  if (dt == dtypes::float64) { double d; std::memcpy(&d, p, 8); return num(d); }
-  double re, im;
-  if (dt == dtypes::complex64) { float c[2]; std::memcpy(c, p, 8); re = c[0]; im = c[1]; }
-  else { double c[2]; std::memcpy(c, p, 16); re = c[0]; im = c[1]; }
-  std::snprintf(buf, sizeof buf, "(%.6g%+.6gj)", re, im);
   return buf;
 }
 

@@ -75,10 +75,6 @@ struct py_device {
   }
 };
 
-std::string plural_devices(int n) {
-  return std::to_string(n) + (n == 1 ? " CUDA device" : " CUDA devices");
-}
-
 // A device argument that is given (not None): an int or a Device (arguments.hpp's parser; a
 // machine without a device raises NoDeviceError once the type is right). `none_ok`: the
 // argument may be None too (handled by the caller).
