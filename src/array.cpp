@@ -10,6 +10,8 @@
 #include "current_stream.hpp"
 #include "dlpack_export.hpp"
 #include "errors.hpp"
+#include "gil.hpp"
+#include "scalars.hpp"
 
 #include <arrayport/memory_kind.hpp>
 #include <arrayport/memory_resource.hpp>
@@ -309,6 +311,171 @@ Py_ssize_t array_length(PyObject* self) {
 
 PyObject* array_dlpack_device(PyObject* self, PyObject* unused) { return dlpack_device(self, unused); }
 
+// ---- numbers: int(), float(), complex(), bool(), operator.index() and __array__ -------------
+// NumPy 2's rules (the version installed when written: 2.4): int(), float() and complex() take a
+// 0-d array only, bool() any array of one element, operator.index() a 0-d integer array. The
+// element is read where the host can read it; device memory is refused rather than copied.
+
+// One element's value decoded from its bytes: what repr prints and int()/float()/... return.
+struct element_value {
+  enum { boolean, signed_int, unsigned_int, real, complex } kind;
+  std::int64_t i = 0;
+  std::uint64_t u = 0;
+  double re = 0, im = 0;
+};
+
+element_value decode_element(const unsigned char* p, dtype dt) {
+  element_value e{element_value::real};
+  if (dt.is_bool()) {
+    e.kind = element_value::boolean;
+    e.u = *p != 0;
+  } else if (dt.is_integer()) {
+    e.kind = dt.is_signed() ? element_value::signed_int : element_value::unsigned_int;
+    switch (dt.bits) {
+      case 8: if (dt.is_signed()) e.i = static_cast<std::int8_t>(*p); else e.u = *p; break;
+      case 16: if (dt.is_signed()) { std::int16_t x; std::memcpy(&x, p, 2); e.i = x; } else { std::uint16_t x; std::memcpy(&x, p, 2); e.u = x; } break;
+      case 32: if (dt.is_signed()) { std::int32_t x; std::memcpy(&x, p, 4); e.i = x; } else { std::uint32_t x; std::memcpy(&x, p, 4); e.u = x; } break;
+      default: if (dt.is_signed()) std::memcpy(&e.i, p, 8); else std::memcpy(&e.u, p, 8); break;
+    }
+  } else if (dt.is_complex()) {
+    e.kind = element_value::complex;
+    if (dt.bits == 64) { float c[2]; std::memcpy(c, p, 8); e.re = c[0]; e.im = c[1]; }
+    else { double c[2]; std::memcpy(c, p, 16); e.re = c[0]; e.im = c[1]; }
+  } else if (dt == dtypes::float16) { float16_t h; std::memcpy(&h, p, 2); e.re = static_cast<float>(h); }
+  else if (dt == dtypes::bfloat16) { bfloat16_t h; std::memcpy(&h, p, 2); e.re = static_cast<float>(h); }
+  else if (dt == dtypes::float32) { float f; std::memcpy(&f, p, 4); e.re = f; }
+  else std::memcpy(&e.re, p, 8);
+  return e;
+}
+
+// The element of `a` (which has exactly one) as a Python bool, int, float or complex.
+nb::object single_element(array_object* a, const char* what) {
+  const auto kind = static_cast<memory_kind>(a->view.memory_kind);
+  runtime::require_reachable(kind, what, "the array");  // managed memory without a device
+  if (!is_host_accessible(kind))
+    throw type_error(std::string(what) + ": this array is in device memory, which the host cannot "
+                      "read; copy it to the host first with .get() (" + what + "(a.get()))");
+  const dtype dt = dtype::from_c(a->view.dtype);
+  alignas(16) unsigned char p[16] = {};
+  if (runtime::is_available()) {  // device writes complete first; without a GPU there are none
+    gil_release release;
+    runtime::stream_synchronize(a->view.stream, array_device(a));
+  }
+  std::memcpy(p, a->view.data, dt.itemsize());
+  const element_value e = decode_element(p, dt);
+  PyObject* v = nullptr;
+  switch (e.kind) {
+    case element_value::boolean: v = Py_NewRef(e.u ? Py_True : Py_False); break;
+    case element_value::signed_int: v = PyLong_FromLongLong(e.i); break;
+    case element_value::unsigned_int: v = PyLong_FromUnsignedLongLong(e.u); break;
+    case element_value::complex: v = PyComplex_FromDoubles(e.re, e.im); break;
+    case element_value::real: v = PyFloat_FromDouble(e.re); break;
+  }
+  if (!v) throw nb::python_error();
+  return nb::steal(v);
+}
+
+// int(), float() and complex(): a 0-d array's element; a complex one only for complex().
+nb::object scalar_of(PyObject* self, const char* what, bool complex_ok) {
+  array_object* a = as_array(self);
+  if (a->view.ndim != 0)
+    throw type_error(std::string(what) + ": only 0-dimensional arrays can be converted to Python "
+                      "scalars; this one has shape " +
+                      shape_string(a->view.shape, static_cast<std::size_t>(a->view.ndim)) +
+                      " (index it, a[0], or use .get())");
+  const dtype dt = dtype::from_c(a->view.dtype);
+  if (dt.is_complex() && !complex_ok)
+    throw type_error(std::string(what) + ": cannot convert an array of " + std::string(dt.name()) +
+                      " to a real number (take .real of its .get(), or use complex())");
+  return single_element(a, what);
+}
+
+PyObject* array_int(PyObject* self) {
+  return guarded<PyObject*>(nullptr, [&] {
+    return PyNumber_Long(scalar_of(self, "int", false).ptr());  // NaN and inf raise as for float
+  });
+}
+
+PyObject* array_float(PyObject* self) {
+  return guarded<PyObject*>(nullptr, [&] { return PyNumber_Float(scalar_of(self, "float", false).ptr()); });
+}
+
+PyObject* array_complex(PyObject* self, PyObject*) {
+  return guarded<PyObject*>(nullptr, [&]() -> PyObject* {
+    nb::object v = scalar_of(self, "complex", true);
+    if (PyComplex_Check(v.ptr())) return v.release().ptr();
+    const double d = PyFloat_AsDouble(v.ptr());  // ints round as float() rounds them
+    if (d == -1.0 && PyErr_Occurred()) throw nb::python_error();
+    return PyComplex_FromDoubles(d, 0.0);
+  });
+}
+
+PyObject* array_index(PyObject* self) {
+  return guarded<PyObject*>(nullptr, [&] {
+    array_object* a = as_array(self);
+    if (a->view.ndim != 0 || !dtype::from_c(a->view.dtype).is_integer())
+      throw type_error("only integer scalar arrays can be converted to a scalar index; this one "
+                        "has dtype " + std::string(dtype::from_c(a->view.dtype).name()) +
+                        " and shape " + shape_string(a->view.shape, static_cast<std::size_t>(a->view.ndim)));
+    return single_element(a, "operator.index").release().ptr();
+  });
+}
+
+int array_bool(PyObject* self) {
+  return guarded<int>(-1, [&] {
+    array_object* a = as_array(self);
+    const std::int64_t n = element_count(a->view);
+    if (n > 1)
+      throw value_error("The truth value of an array with more than one element is ambiguous. "
+                        "Use a.any() or a.all()");
+    if (n == 0)
+      throw value_error("The truth value of an empty array is ambiguous. Use `array.size > 0` to "
+                        "check that an array is not empty.");
+    // The one element sits at the data pointer, whatever the strides.
+    return PyObject_IsTrue(single_element(a, "bool").ptr());
+  });
+}
+
+// __array__(dtype=None, copy=None), NumPy 2's protocol: host-readable memory as a NumPy array,
+// without a copy unless dtype or copy=True asks for one (copy=False refuses one, as NumPy does).
+// NumPy itself reads such memory through the buffer protocol first; this serves device memory
+// (refused, saying how to copy) and callers of __array__ by name.
+PyObject* array_array(PyObject* self, PyObject* args, PyObject* kwargs) {
+  static const char* keywords[] = {"dtype", "copy", nullptr};
+  PyObject *dtype_obj = Py_None, *copy = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OO:__array__", const_cast<char**>(keywords),
+                                   &dtype_obj, &copy))
+    return nullptr;
+  return guarded<PyObject*>(nullptr, [&]() -> PyObject* {
+    array_object* a = as_array(self);
+    if (copy != Py_None && !PyBool_Check(copy))
+      throw type_error("__array__: copy: expected True, False or None, got " + type_name_of(copy));
+    // Every argument checked before the memory is looked at.
+    nb::module_ np = nb::module_::import_("numpy");
+    nb::object dt = nb::none();
+    if (dtype_obj != Py_None) {
+      try {
+        dt = np.attr("dtype")(nb::handle(dtype_obj));
+      } catch (nb::python_error& e) {
+        if (!e.matches(PyExc_TypeError)) throw;
+        throw type_error(std::string("__array__: dtype: ") + nb::str(e.value()).c_str());
+      }
+    }
+    const auto kind = static_cast<memory_kind>(a->view.memory_kind);
+    runtime::require_reachable(kind, "Array.__array__", "the array");
+    if (!is_host_accessible(kind))
+      throw type_error("__array__: this array is in device memory, which NumPy cannot read; copy "
+                       "it to the host with .get() (np.asarray(a.get()))");
+    if (dtype::from_c(a->view.dtype) == dtypes::bfloat16)
+      throw type_error("__array__: NumPy has no bfloat16 dtype; view it as uint16 "
+                       "(a.view('uint16')) or export it through DLPack");
+    nb::object view = nb::steal(PyMemoryView_FromObject(self));
+    if (!view.is_valid()) throw nb::python_error();
+    using namespace nb::literals;
+    return np.attr("asarray")(view, "dtype"_a = dt, "copy"_a = nb::handle(copy)).release().ptr();
+  });
+}
+
 // ---- views: indexing, transpose, reshape, view(dtype) (no copies) ----------------------------
 
 }  // namespace
@@ -409,7 +576,9 @@ basic_index resolve_basic_index(array_object* a, PyObject* key) {
         stride = a->view.strides[axis];
       strides.push_back(stride);
       ++axis;
-    } else if (!PyBool_Check(item) && PyIndex_Check(item)) {
+    } else if (!PyBool_Check(item) && PyIndex_Check(item) &&
+               (!is_array(item) || (as_array(item)->view.ndim == 0 &&
+                                    dtype::from_c(as_array(item)->view.dtype).is_integer()))) {
       Py_ssize_t i = PyNumber_AsSsize_t(item, PyExc_IndexError);
       if (i == -1 && PyErr_Occurred()) throw nb::python_error();
       const std::int64_t size = a->view.shape[axis];
@@ -451,17 +620,21 @@ PyObject* array_transpose(PyObject* self, PyObject* args) {
     const int ndim = a->view.ndim;
     std::vector<int> perm;
     nb::object axes = nb::borrow(args);
-    if (PyTuple_GET_SIZE(args) == 1 && PySequence_Check(PyTuple_GET_ITEM(args, 0)))
+    if (PyTuple_GET_SIZE(args) == 1 && PySequence_Check(PyTuple_GET_ITEM(args, 0)) &&
+        !PyUnicode_Check(PyTuple_GET_ITEM(args, 0)))
       axes = nb::borrow(PyTuple_GET_ITEM(args, 0));
-    if (nb::len(axes) == 0) {
+    if (PyTuple_GET_SIZE(args) == 1 && PyTuple_GET_ITEM(args, 0) == Py_None) axes = nb::tuple();
+    std::vector<int> given;  // every axis an int before the count is compared (NumPy's order)
+    for (nb::handle h : axes)
+      given.push_back(static_cast<int>(int_arg(h.ptr(), "transpose", "axes", INT32_MIN, INT32_MAX, "ints that fit an int")));
+    if (given.empty()) {
       for (int i = ndim - 1; i >= 0; --i) perm.push_back(i);
     } else {
-      if (static_cast<int>(nb::len(axes)) != ndim)
+      if (static_cast<int>(given.size()) != ndim)
         throw value_error("transpose: axes don't match array: expected " + std::to_string(ndim) +
-                          " axes, got " + std::to_string(nb::len(axes)));
+                          " axes, got " + std::to_string(given.size()));
       std::vector<bool> seen(static_cast<std::size_t>(ndim), false);
-      for (nb::handle h : axes) {
-        int ax = nb::cast<int>(h);
+      for (int ax : given) {
         if (ax < -ndim || ax >= ndim)
           throw value_error("transpose: axis " + std::to_string(ax) + " is out of bounds for an array of dimension " + std::to_string(ndim));
         if (ax < 0) ax += ndim;
@@ -493,18 +666,18 @@ PyObject* array_reshape(PyObject* self, PyObject* args) {
     int infer = -1;
     std::int64_t known = 1;
     auto add = [&](nb::handle h) {
-      std::int64_t e = nb::cast<std::int64_t>(h);
+      std::int64_t e = int_arg(h.ptr(), "reshape", "shape", INT64_MIN, INT64_MAX, "ints that fit int64");
       if (e == -1) {
         if (infer >= 0) throw value_error("reshape: can only specify one unknown dimension (-1)");
         infer = static_cast<int>(shape.size());
       } else if (e < 0) {
-        throw value_error("reshape: expected non-negative extents or -1, got " + std::to_string(e));
+        throw value_error("reshape: shape: expected non-negative extents or -1, got " + std::to_string(e));
       } else {
         known *= e;
       }
       shape.push_back(e);
     };
-    if (PyLong_Check(spec.ptr())) add(spec);
+    if (!PySequence_Check(spec.ptr()) || PyUnicode_Check(spec.ptr())) add(spec);  // one extent
     else for (nb::handle h : nb::borrow<nb::sequence>(spec)) add(h);
     const std::int64_t size = element_count(a->view);
     if (infer >= 0) {
@@ -579,27 +752,14 @@ PyObject* array_view(PyObject* self, PyObject* args, PyObject* kwargs) {
 // repr: dtype, shape, memory, device and up to 6 leading values (copied to the host to print).
 std::string format_element(const unsigned char* p, dtype dt) {
   char buf[96];
-  auto num = [&](double v) { std::snprintf(buf, sizeof buf, "%.6g", v); return std::string(buf); };
-  if (dt.is_bool()) return *p ? "True" : "False";
-  if (dt.is_integer()) {
-    std::int64_t v = 0;
-    std::uint64_t u = 0;
-    switch (dt.bits) {
-      case 8: if (dt.is_signed()) v = *reinterpret_cast<const std::int8_t*>(p); else u = *p; break;
-      case 16: if (dt.is_signed()) { std::int16_t x; std::memcpy(&x, p, 2); v = x; } else { std::uint16_t x; std::memcpy(&x, p, 2); u = x; } break;
-      case 32: if (dt.is_signed()) { std::int32_t x; std::memcpy(&x, p, 4); v = x; } else { std::uint32_t x; std::memcpy(&x, p, 4); u = x; } break;
-      default: if (dt.is_signed()) std::memcpy(&v, p, 8); else std::memcpy(&u, p, 8); break;
-    }
-    return dt.is_signed() ? std::to_string(v) : std::to_string(u);
+  const element_value e = decode_element(p, dt);
+  switch (e.kind) {
+    case element_value::boolean: return e.u ? "True" : "False";
+    case element_value::signed_int: return std::to_string(e.i);
+    case element_value::unsigned_int: return std::to_string(e.u);
+    case element_value::complex: std::snprintf(buf, sizeof buf, "(%.6g%+.6gj)", e.re, e.im); break;
+    case element_value::real: std::snprintf(buf, sizeof buf, "%.6g", e.re); break;
   }
-  if (dt == dtypes::float16) { float16_t h; std::memcpy(&h, p, 2); return num(static_cast<float>(h)); }
-  if (dt == dtypes::bfloat16) { bfloat16_t h; std::memcpy(&h, p, 2); return num(static_cast<float>(h)); }
-  if (dt == dtypes::float32) { float f; std::memcpy(&f, p, 4); return num(f); }
-  if (dt == dtypes::float64) { double d; std::memcpy(&d, p, 8); return num(d); }
-  double re, im;
-  if (dt == dtypes::complex64) { float c[2]; std::memcpy(c, p, 8); re = c[0]; im = c[1]; }
-  else { double c[2]; std::memcpy(c, p, 16); re = c[0]; im = c[1]; }
-  std::snprintf(buf, sizeof buf, "(%.6g%+.6gj)", re, im);
   return buf;
 }
 
@@ -665,12 +825,15 @@ PyMethodDef array_methods[] = {
      METH_VARARGS | METH_KEYWORDS,
      "__dlpack__($self, /, *, stream=None, max_version=None, dl_device=None, copy=None)\n--\n\n"
      "A DLPack capsule."},
-    {"__dlpack_device__", array_dlpack_device, METH_NOARGS,
-     "__dlpack_device__($self, /)\n--\n\n(DLPack device type, device id)."},
     {"__array__", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(array_array)),
      METH_VARARGS | METH_KEYWORDS,
      "__array__($self, /, dtype=None, copy=None)\n--\n\n"
-     "NumPy's conversion: a view of host memory; device memory is a TypeError (use get())."},
+     "A NumPy array of host-readable memory, without a copy unless dtype or copy=True asks for "
+     "one (NumPy 2's protocol); TypeError for device memory (copy it with .get())."},
+    {"__complex__", array_complex, METH_NOARGS,
+     "__complex__($self, /)\n--\n\nThe element of a 0-d array as a complex."},
+    {"__dlpack_device__", array_dlpack_device, METH_NOARGS,
+     "__dlpack_device__($self, /)\n--\n\n(DLPack device type, device id)."},
     {"get", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(array_get)),
      METH_VARARGS | METH_KEYWORDS,
      "get($self, /, stream=None)\n--\n\n"
@@ -731,6 +894,10 @@ PyType_Slot array_slots[] = {
     {Py_tp_members, array_members},
     {Py_tp_new, reinterpret_cast<void*>(disallow_new)},
     {Py_mp_length, reinterpret_cast<void*>(array_length)},
+    {Py_nb_int, reinterpret_cast<void*>(array_int)},
+    {Py_nb_float, reinterpret_cast<void*>(array_float)},
+    {Py_nb_index, reinterpret_cast<void*>(array_index)},
+    {Py_nb_bool, reinterpret_cast<void*>(array_bool)},
     {Py_mp_subscript, reinterpret_cast<void*>(array_subscript)},
     {Py_mp_ass_subscript, reinterpret_cast<void*>(array_ass_subscript)},
     {Py_sq_length, reinterpret_cast<void*>(array_length)},
@@ -746,109 +913,7 @@ PyType_Spec array_spec = {"arrayport.Array", sizeof(array_object), 0,
 
 // ---- creation -----------------------------------------------------------------------------------
 
-std::vector<std::int64_t> parse_shape(nb::handle shape) {
-  std::vector<std::int64_t> out;
-  auto extent = [&](nb::handle h, std::size_t i) {
-    if (!PyLong_Check(h.ptr()) || PyBool_Check(h.ptr()))
-      throw type_error("shape: expected ints, got " + std::string(Py_TYPE(h.ptr())->tp_name) +
-                       " at dimension " + std::to_string(i));
-    int overflow = 0;
-    long long v = PyLong_AsLongLongAndOverflow(h.ptr(), &overflow);
-    if (overflow) throw value_error("shape: extent at dimension " + std::to_string(i) + " overflows int64");
-    if (v < 0)
-      throw value_error("shape: expected non-negative extents, got " + std::to_string(v) +
-                        " at dimension " + std::to_string(i));
-    out.push_back(v);
-  };
-  if (PyLong_Check(shape.ptr())) {
-    extent(shape, 0);
-  } else if (PySequence_Check(shape.ptr()) && !PyUnicode_Check(shape.ptr())) {
-    nb::sequence seq = nb::borrow<nb::sequence>(shape);
-    std::size_t i = 0;
-    for (nb::handle h : seq) extent(h, i++);
-  } else {
-    throw type_error("shape: expected an int or a sequence of ints, got " +
-                     std::string(Py_TYPE(shape.ptr())->tp_name));
-  }
-  if (out.size() > ARRAYPORT_MAX_NDIM)
-    throw value_error("shape: at most " + std::to_string(ARRAYPORT_MAX_NDIM) +
-                      " dimensions, got " + std::to_string(out.size()));
-  return out;
-}
-
 }  // namespace
-
-namespace {
-
-dtype parse_dtype_unprefixed(nb::handle d) {
-  if (PyUnicode_Check(d.ptr())) {
-    std::string name = nb::cast<std::string>(d);
-    try {
-      return parse_dtype_name(name);
-    } catch (const type_error&) {
-    }
-    // A typestr: '<f4', '|b1', or 'f4', 'i8', ... as NumPy spells them without a byte order.
-    const bool ordered = !name.empty() && std::strchr("<>|=", name[0]) != nullptr;
-    try {
-      return parse_typestr(ordered ? name : "<" + name);
-    } catch (const type_error&) {
-      throw type_error("dtype: unsupported dtype '" + name + "': expected a name (" +
-                       std::string(arrayport::detail::supported_dtype_names) +
-                       ") or a typestr such as '<f4' or 'f4'");
-    }
-  }
-  if (d.ptr() == reinterpret_cast<PyObject*>(&PyFloat_Type)) return dtypes::float64;
-  if (d.ptr() == reinterpret_cast<PyObject*>(&PyLong_Type)) return dtypes::int64;
-  if (d.ptr() == reinterpret_cast<PyObject*>(&PyBool_Type)) return dtypes::bool_;
-  if (d.ptr() == reinterpret_cast<PyObject*>(&PyComplex_Type)) return dtypes::complex128;
-  if (nb::hasattr(d, "str") && nb::hasattr(d, "kind"))  // a NumPy dtype
-    return parse_typestr(nb::cast<std::string>(d.attr("str")));
-  if (nb::hasattr(d, "__name__"))  // NumPy scalar types (numpy.float32) and ml_dtypes' bfloat16
-    return parse_dtype_name(nb::cast<std::string>(d.attr("__name__")));
-  throw type_error("dtype: expected a dtype name, a NumPy dtype or a Python number type, got " +
-                   std::string(Py_TYPE(d.ptr())->tp_name));
-}
-
-// Every message names the argument: "dtype: ...".
-std::string dtype_message(const char* what) {
-  const std::string m = what;
-  return m.rfind("dtype: ", 0) == 0 ? m : "dtype: " + m;
-}
-
-}  // namespace
-
-dtype parse_dtype(nb::handle d) {
-  if (d.is_none()) return dtypes::float64;
-  try {
-    return parse_dtype_unprefixed(d);
-  } catch (const type_error& e) {
-    throw type_error(dtype_message(e.what()));
-  } catch (const value_error& e) {
-    throw value_error(dtype_message(e.what()));
-  }
-}
-
-memory_kind parse_memory(const std::optional<std::string>& memory) {
-  return memory ? parse_memory_kind(*memory) : default_memory_kind();
-}
-
-// None: the calling thread's current stream (what `with arrayport.cuda.Stream():` set).
-stream_handle parse_stream(nb::handle stream) {
-  if (stream.is_none()) return current_stream().handle;
-  if (nb::hasattr(stream, "__cuda_stream__")) {
-    nb::tuple t = nb::cast<nb::tuple>(stream.attr("__cuda_stream__")());
-    return reinterpret_cast<stream_handle>(nb::cast<std::uintptr_t>(t[1]));
-  }
-  if (PyLong_Check(stream.ptr())) return reinterpret_cast<stream_handle>(nb::cast<std::uintptr_t>(stream));
-  throw type_error("stream: expected None, an int handle or an object with __cuda_stream__, got " +
-                   std::string(Py_TYPE(stream.ptr())->tp_name));
-}
-
-nb::handle stream_owner(nb::handle stream) noexcept {
-  if (stream.is_none()) return current_stream_object();
-  if (PyLong_Check(stream.ptr())) return nb::handle();
-  return stream;
-}
 
 stream_handle array_stream(memory_kind kind, int device, stream_handle stream, nb::handle stream_obj,
                            const char* what) {
@@ -868,29 +933,49 @@ stream_handle array_stream(memory_kind kind, int device, stream_handle stream, n
 
 namespace {
 
-nb::object create(nb::handle shape_obj, nb::handle dtype_obj, const std::optional<std::string>& memory,
-                  std::optional<int> device, nb::handle stream_obj) {
-  std::vector<std::int64_t> shape = parse_shape(shape_obj);
-  dtype dt = parse_dtype(dtype_obj);
-  memory_kind kind = parse_memory(memory);
-  stream_handle stream = parse_stream(stream_obj);
-  const std::int64_t limit = std::numeric_limits<std::int64_t>::max() / static_cast<std::int64_t>(dt.itemsize());
-  std::int64_t n = 1;
-  for (std::int64_t e : shape) {
-    if (e != 0 && n > limit / e)
-      throw value_error("shape: " + std::to_string(shape.size()) + "-dimensional shape of " +
-                        std::string(dt.name()) + " overflows the addressable size");
-    n *= e;
-  }
-  const stream_handle ordered_on = array_stream(kind, device.value_or(-1), stream, stream_obj, "empty");
-  buffer storage(static_cast<std::size_t>(n) * dt.itemsize(), kind, device.value_or(-1), ordered_on);
-  return make_owned_array(std::move(storage), dt, shape,
-                          ordered_on == stream ? stream_owner(stream_obj) : nb::handle());
+// The creation functions' arguments, parsed (and checked) before anything is allocated.
+struct creation_args {
+  std::vector<std::int64_t> shape;
+  dtype dt;
+  memory_kind kind;
+  std::optional<int> device;
+  stream_handle stream;
+};
+
+creation_args parse_creation(nb::handle shape, nb::handle dt, nb::handle memory, nb::handle device,
+                             nb::handle stream, const char* what) {
+  return {parse_shape(shape, what), parse_dtype(dt), parse_memory(memory.ptr(), what),
+          device_arg(device.ptr(), what), parse_stream(stream, what)};
 }
 
-nb::object filled(nb::handle shape, nb::handle dt, const std::optional<std::string>& memory,
-                  std::optional<int> device, nb::handle stream, nb::handle value) {
-  nb::object a = create(shape, dt, memory, device, stream);
+nb::object create(const creation_args& c, nb::handle stream_obj, const char* what) {
+  const dtype dt = c.dt;
+  const std::int64_t limit = std::numeric_limits<std::int64_t>::max() / static_cast<std::int64_t>(dt.itemsize());
+  std::int64_t n = 1;
+  for (std::int64_t e : c.shape) {
+    if (e != 0 && n > limit / e)
+      throw value_error(std::string(what) + ": shape: " + std::to_string(c.shape.size()) +
+                        "-dimensional shape of " + std::string(dt.name()) +
+                        " overflows the addressable size");
+    n *= e;
+  }
+  const int device = c.device.value_or(-1);
+  const stream_handle ordered_on = array_stream(c.kind, device, c.stream, stream_obj, what);
+  buffer storage(static_cast<std::size_t>(n) * dt.itemsize(), c.kind, device, ordered_on);
+  return make_owned_array(std::move(storage), dt, c.shape,
+                          ordered_on == c.stream ? stream_owner(stream_obj) : nb::handle());
+}
+
+nb::object create(nb::handle shape, nb::handle dt, nb::handle memory, nb::handle device,
+                  nb::handle stream) {
+  return create(parse_creation(shape, dt, memory, device, stream, "empty"), stream, "empty");
+}
+
+// `value` is checked (as fill_value) before anything is allocated.
+nb::object filled(const creation_args& c, nb::handle stream, nb::handle value, const char* what) {
+  alignas(16) unsigned char element[16] = {};
+  scalar_to_bytes(value.ptr(), c.dt, element, (std::string(what) + ": fill_value").c_str());
+  nb::object a = create(c, stream, what);
   nb::object done = nb::steal(array_fill(a.ptr(), value.ptr()));
   if (!done.is_valid()) throw nb::python_error();
   return a;
@@ -964,62 +1049,64 @@ void register_array(nb::module_& m) {
   m.attr("Array") = nb::borrow(reinterpret_cast<PyObject*>(array_type));
 
   using namespace nb::literals;
-  m.def("empty", &create, "shape"_a, "dtype"_a = nb::none(), "memory"_a = nb::none(),
-        "device"_a = nb::none(), "stream"_a = nb::none(),
+  m.def("empty", [](nb::handle shape, nb::handle dt, nb::handle memory, nb::handle device,
+                    nb::handle stream) { return create(shape, dt, memory, device, stream); },
+        "shape"_a.none(), "dtype"_a = nb::none(), "memory"_a = nb::none(), "device"_a = nb::none(),
+        "stream"_a = nb::none(),
         "A new uninitialised Array (allocation does not touch the pages).");
-  m.def("zeros", [](nb::handle shape, nb::handle dt, const std::optional<std::string>& memory,
-                    std::optional<int> device, nb::handle stream) {
-          return filled(shape, dt, memory, device, stream, nb::int_(0));
-        }, "shape"_a, "dtype"_a = nb::none(), "memory"_a = nb::none(), "device"_a = nb::none(),
+  m.def("zeros", [](nb::handle shape, nb::handle dt, nb::handle memory, nb::handle device,
+                    nb::handle stream) {
+          return filled(parse_creation(shape, dt, memory, device, stream, "zeros"), stream,
+                        nb::int_(0), "zeros");
+        }, "shape"_a.none(), "dtype"_a = nb::none(), "memory"_a = nb::none(), "device"_a = nb::none(),
         "stream"_a = nb::none(), "A new Array of zeros.");
-  m.def("ones", [](nb::handle shape, nb::handle dt, const std::optional<std::string>& memory,
-                   std::optional<int> device, nb::handle stream) {
-          return filled(shape, dt, memory, device, stream, nb::int_(1));
-        }, "shape"_a, "dtype"_a = nb::none(), "memory"_a = nb::none(), "device"_a = nb::none(),
+  m.def("ones", [](nb::handle shape, nb::handle dt, nb::handle memory, nb::handle device,
+                   nb::handle stream) {
+          return filled(parse_creation(shape, dt, memory, device, stream, "ones"), stream,
+                        nb::int_(1), "ones");
+        }, "shape"_a.none(), "dtype"_a = nb::none(), "memory"_a = nb::none(), "device"_a = nb::none(),
         "stream"_a = nb::none(), "A new Array of ones.");
-  m.def("full", [](nb::handle shape, nb::handle value, nb::handle dt,
-                   const std::optional<std::string>& memory, std::optional<int> device,
-                   nb::handle stream) { return filled(shape, dt, memory, device, stream, value); },
-        "shape"_a, "fill_value"_a, "dtype"_a = nb::none(), "memory"_a = nb::none(),
+  m.def("full", [](nb::handle shape, nb::handle value, nb::handle dt, nb::handle memory,
+                   nb::handle device, nb::handle stream) {
+          return filled(parse_creation(shape, dt, memory, device, stream, "full"), stream, value,
+                        "full");
+        }, "shape"_a.none(), "fill_value"_a.none(), "dtype"_a = nb::none(), "memory"_a = nb::none(),
         "device"_a = nb::none(), "stream"_a = nb::none(), "A new Array filled with fill_value.");
 
   // *_like: shape, dtype, memory kind and device of `a` unless given.
-  auto like = [](nb::handle a_obj, nb::handle dt, const std::optional<std::string>& memory,
-                 std::optional<int> device, nb::handle /* stream: the caller's, passed on */) {
-    array_object* a = require_array(a_obj, "like");
-    nb::object shape = nb::steal(tuple_of(a->view.shape, a->view.ndim));
-    nb::object dtype_obj = dt.is_none() ? nb::str(std::string(dtype::from_c(a->view.dtype).name()).c_str())
-                                        : nb::borrow(dt);
-    std::optional<std::string> mem =
-        memory ? memory : std::optional<std::string>(std::string(to_string(static_cast<memory_kind>(a->view.memory_kind))));
-    std::optional<int> dev = device;
-    if (!dev) dev = array_device(a) >= 0 ? std::optional<int>(array_device(a)) : std::nullopt;
-    return std::make_tuple(shape, dtype_obj, mem, dev);
+  auto like = [](nb::handle a_obj, nb::handle dt, nb::handle memory, nb::handle device,
+                 nb::handle stream, const char* what) {
+    array_object* a = require_array(a_obj, (std::string(what) + ": a").c_str());
+    creation_args c{std::vector<std::int64_t>(a->view.shape, a->view.shape + a->view.ndim),
+                    dt.is_none() ? dtype::from_c(a->view.dtype) : parse_dtype(dt),
+                    static_cast<memory_kind>(a->view.memory_kind), device_arg(device.ptr(), what),
+                    parse_stream(stream, what)};
+    if (!c.device && array_device(a) >= 0) c.device = array_device(a);
+    if (std::optional<memory_kind> kind = memory_arg(memory.ptr(), what)) c.kind = *kind;
+    return c;
   };
-  m.def("empty_like", [like](nb::handle a, nb::handle dt, const std::optional<std::string>& memory,
-                             std::optional<int> device, nb::handle stream) {
-          auto [shape, d, mem, dev] = like(a, dt, memory, device, stream);
-          return create(shape, d, mem, dev, stream);
-        }, "a"_a, "dtype"_a = nb::none(), "memory"_a = nb::none(), "device"_a = nb::none(),
+  m.def("empty_like", [like](nb::handle a, nb::handle dt, nb::handle memory, nb::handle device,
+                             nb::handle stream) {
+          return create(like(a, dt, memory, device, stream, "empty_like"), stream, "empty_like");
+        }, "a"_a.none(), "dtype"_a = nb::none(), "memory"_a = nb::none(), "device"_a = nb::none(),
         "stream"_a = nb::none(), "An uninitialised Array shaped like a.");
-  m.def("zeros_like", [like](nb::handle a, nb::handle dt, const std::optional<std::string>& memory,
-                             std::optional<int> device, nb::handle stream) {
-          auto [shape, d, mem, dev] = like(a, dt, memory, device, stream);
-          return filled(shape, d, mem, dev, stream, nb::int_(0));
-        }, "a"_a, "dtype"_a = nb::none(), "memory"_a = nb::none(), "device"_a = nb::none(),
+  m.def("zeros_like", [like](nb::handle a, nb::handle dt, nb::handle memory, nb::handle device,
+                             nb::handle stream) {
+          return filled(like(a, dt, memory, device, stream, "zeros_like"), stream, nb::int_(0),
+                        "zeros_like");
+        }, "a"_a.none(), "dtype"_a = nb::none(), "memory"_a = nb::none(), "device"_a = nb::none(),
         "stream"_a = nb::none(), "Zeros shaped like a.");
-  m.def("ones_like", [like](nb::handle a, nb::handle dt, const std::optional<std::string>& memory,
-                            std::optional<int> device, nb::handle stream) {
-          auto [shape, d, mem, dev] = like(a, dt, memory, device, stream);
-          return filled(shape, d, mem, dev, stream, nb::int_(1));
-        }, "a"_a, "dtype"_a = nb::none(), "memory"_a = nb::none(), "device"_a = nb::none(),
-        "stream"_a = nb::none(), "Ones shaped like a.");
-  m.def("full_like", [like](nb::handle a, nb::handle value, nb::handle dt,
-                            const std::optional<std::string>& memory, std::optional<int> device,
+  m.def("ones_like", [like](nb::handle a, nb::handle dt, nb::handle memory, nb::handle device,
                             nb::handle stream) {
-          auto [shape, d, mem, dev] = like(a, dt, memory, device, stream);
-          return filled(shape, d, mem, dev, stream, value);
-        }, "a"_a, "fill_value"_a, "dtype"_a = nb::none(), "memory"_a = nb::none(),
+          return filled(like(a, dt, memory, device, stream, "ones_like"), stream, nb::int_(1),
+                        "ones_like");
+        }, "a"_a.none(), "dtype"_a = nb::none(), "memory"_a = nb::none(), "device"_a = nb::none(),
+        "stream"_a = nb::none(), "Ones shaped like a.");
+  m.def("full_like", [like](nb::handle a, nb::handle value, nb::handle dt, nb::handle memory,
+                            nb::handle device, nb::handle stream) {
+          return filled(like(a, dt, memory, device, stream, "full_like"), stream, value,
+                        "full_like");
+        }, "a"_a.none(), "fill_value"_a.none(), "dtype"_a = nb::none(), "memory"_a = nb::none(),
         "device"_a = nb::none(), "stream"_a = nb::none(), "fill_value shaped like a.");
   m.def("_dlpack_live_exports", &dlpack_live_exports,
         "DLPack capsules exported and not yet released (for leak tests).");

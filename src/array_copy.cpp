@@ -269,25 +269,6 @@ operand broadcast_to(operand v, const std::vector<std::int64_t>& shape, const ch
 
 // ---- arguments -----------------------------------------------------------------------------------
 
-std::optional<std::string> memory_arg(PyObject* memory) {
-  if (memory == Py_None) return std::nullopt;
-  if (!PyUnicode_Check(memory))
-    throw type_error("memory: expected one of 'device', 'managed', 'pinned', 'host' or None, got " +
-                     type_name(memory));
-  return std::string(nb::borrow<nb::str>(memory).c_str());
-}
-
-std::optional<int> device_arg(PyObject* device) {
-  if (device == Py_None) return std::nullopt;
-  if (PyBool_Check(device) || !PyIndex_Check(device))
-    throw type_error("device: expected a device index (int) or None, got " + type_name(device));
-  const long long d = PyLong_AsLongLong(nb::steal(PyNumber_Index(device)).ptr());
-  if (d == -1 && PyErr_Occurred()) throw nb::python_error();
-  if (d < 0 || d > INT32_MAX)
-    throw value_error("device: expected a device index >= 0 or None, got " + std::to_string(d));
-  return static_cast<int>(d);
-}
-
 // A memory location for prefetch/advise: None (`fallback`), a device index, or the host as -1,
 // 'cpu' or 'host'.
 int location_arg(PyObject* device, int fallback, const char* what) {
@@ -298,16 +279,11 @@ int location_arg(PyObject* device, int fallback, const char* what) {
     throw value_error(std::string(what) + ": device: expected a device index, -1, 'cpu' or None, got '" +
                       name + "'");
   }
-  if (PyBool_Check(device) || !PyIndex_Check(device))
-    throw type_error(std::string(what) + ": device: expected a device index, -1, 'cpu' or None, got " +
-                     type_name(device));
-  const long long d = PyLong_AsLongLong(nb::steal(PyNumber_Index(device)).ptr());
-  if (d == -1 && PyErr_Occurred()) throw nb::python_error();
-  if (d < -1 || d > INT32_MAX)
-    throw value_error(std::string(what) + ": device: expected a device index, -1 (the host), 'cpu' or "
-                      "None, got " + std::to_string(d));
-  if (d >= 0) runtime::require_device_index(static_cast<int>(d), what);
-  return static_cast<int>(d);
+  if (!PyBool_Check(device) && PyLong_Check(device) && PyLong_AsLongLong(device) == -1 &&
+      !PyErr_Occurred())
+    return -1;  // the host
+  PyErr_Clear();
+  return *device_arg(device, what, "device", true);
 }
 
 std::optional<dtype> dtype_arg(PyObject* d) {
@@ -500,39 +476,8 @@ PyObject* array_get(PyObject* self, PyObject* args, PyObject* kwargs) {
   PyObject* stream = Py_None;
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:get", const_cast<char**>(keywords), &stream))
     return nullptr;
-  return method([&] { return to_numpy(as_array(self), parse_stream(stream), "Array.get", "the array"); });
-}
-
-// NumPy asks for __array__ when it can take neither the buffer nor __array_interface__: device
-// memory (or memory nothing here can reach). Without it NumPy made an object array holding the
-// Array, and `host[...] = a` wrote its truth or failed on a conversion: silently wrong. Device
-// memory is a TypeError pointing to get(), as CuPy and PyTorch answer (a hidden copy would hide a
-// wait); host memory, asked directly, is NumPy's view of the buffer (a copy with copy=True).
-PyObject* array_array(PyObject* self, PyObject* args, PyObject* kwargs) {
-  static const char* keywords[] = {"dtype", "copy", nullptr};
-  PyObject *dtype_obj = Py_None, *copy = Py_None;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OO:__array__", const_cast<char**>(keywords),
-                                   &dtype_obj, &copy))
-    return nullptr;
-  return method([&]() -> nb::object {
-    array_object* a = as_array(self);
-    const auto kind = static_cast<memory_kind>(a->view.memory_kind);
-    runtime::require_reachable(kind, "Array.__array__", "the array");
-    if (!is_host_accessible(kind))
-      throw type_error("Array.__array__: the array is in device memory, which NumPy cannot view; "
-                       "use .get() for a NumPy copy (it waits for the array's stream)");
-    nb::module_ np = import_numpy("Array.__array__");
-    nb::object buffer = nb::steal(PyMemoryView_FromObject(self));  // waits for the stream
-    if (!buffer.is_valid()) throw nb::python_error();
-    nb::object dt = nb::borrow(dtype_obj);
-    if (copy == Py_True) return np.attr("array")(buffer, dt);
-    nb::object out = np.attr("asarray")(buffer, dt);
-    const int shared = PyObject_IsTrue(np.attr("shares_memory")(out, buffer).ptr());
-    if (shared < 0) throw nb::python_error();
-    if (copy == Py_False && !shared)
-      throw value_error("Array.__array__: copy=False, but dtype " +
-                        std::string(nb::str(dt).c_str()) + " needs a copy");
-    return out;
+  return method([&] {
+    return to_numpy(as_array(self), parse_stream(stream, "get"), "Array.get", "the array");
   });
 }
 
@@ -584,11 +529,11 @@ PyObject* array_copy(PyObject* self, PyObject* args, PyObject* kwargs) {
   return method([&] {
     const operand src = operand_of(as_array(self));
     runtime::require_reachable(src.kind, "Array.copy", "the array");
-    const std::optional<std::string> mem = memory_arg(memory);
-    const memory_kind kind = mem ? parse_memory(mem) : src.kind;
-    const int dev = device_arg(device).value_or(mem && kind != src.kind ? -1 : device_of(src));
+    const std::optional<memory_kind> mem = memory_arg(memory, "copy");
+    const memory_kind kind = mem.value_or(src.kind);
+    const int dev = device_arg(device, "copy").value_or(mem && kind != src.kind ? -1 : device_of(src));
     return copy_to_new(self, src, dtype_arg(dtype_obj).value_or(src.dt), kind, dev,
-                       parse_stream(stream), stream, "copy");
+                       parse_stream(stream, "copy"), stream, "copy");
   });
 }
 
@@ -622,7 +567,7 @@ PyObject* array_copy_to(PyObject* self, PyObject* args, PyObject* kwargs) {
                        " (the source's), got " + std::string(dst.dt.name()) +
                        "; convert with copy(dtype=...) or assign with dst[...] = src");
     buffer temporary;
-    const stream_handle s = parse_stream(stream);
+    const stream_handle s = parse_stream(stream, "copy_to");
     copy_ordered(dst, overlaps(dst, src) ? staged(src, s, temporary, "Array.copy_to") : src, s,
                  "Array.copy_to");
     return nb::none();
@@ -632,17 +577,18 @@ PyObject* array_copy_to(PyObject* self, PyObject* args, PyObject* kwargs) {
 PyObject* array_to(PyObject* self, PyObject* args, PyObject* kwargs) {
   static const char* keywords[] = {"memory", "device", "stream", "dtype", "copy", nullptr};
   PyObject *memory = Py_None, *device = Py_None, *stream = Py_None, *dtype_obj = Py_None;
-  int force_copy = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OOOOp:to", const_cast<char**>(keywords), &memory,
-                                   &device, &stream, &dtype_obj, &force_copy))
+  PyObject* copy = Py_False;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OOOOO:to", const_cast<char**>(keywords), &memory,
+                                   &device, &stream, &dtype_obj, &copy))
     return nullptr;
   return method([&]() -> nb::object {
     const operand src = operand_of(as_array(self));
-    const std::optional<std::string> mem = memory_arg(memory);
-    const std::optional<int> dev_arg = device_arg(device);
+    const std::optional<memory_kind> mem = memory_arg(memory, "to");
+    const std::optional<int> dev_arg = device_arg(device, "to");
     const dtype dt = dtype_arg(dtype_obj).value_or(src.dt);
-    const stream_handle s = parse_stream(stream);  // checked even when nothing is copied
-    const memory_kind asked = mem ? parse_memory(mem) : src.kind;
+    const stream_handle s = parse_stream(stream, "to");  // checked even when nothing is copied
+    const bool force_copy = bool_arg(copy, "to", "copy");
+    const memory_kind asked = mem.value_or(src.kind);
     if (!runtime::is_reachable(src.kind)) {  // itself where nothing changes; no copy can be made
       if (asked == src.kind && dev_arg.value_or(src.device) == src.device && dt == src.dt && !force_copy)
         return nb::borrow(self);
@@ -667,12 +613,12 @@ PyObject* array_prefetch(PyObject* self, PyObject* args, PyObject* kwargs) {
   return method([&] {
     array_object* a = as_array(self);
     const operand op = operand_of(a);
+    const int where = location_arg(device, op.device, "prefetch");  // arguments first
+    const stream_handle s = parse_stream(stream, "prefetch");
     if (op.kind != memory_kind::managed)
       throw value_error("prefetch: needs managed memory, but this array is in " +
                         std::string(to_string(op.kind)) + " memory");
     runtime::require_reachable(op.kind, "Array.prefetch", "the array");
-    const int where = location_arg(device, op.device, "prefetch");
-    const stream_handle s = parse_stream(stream);
     std::uintptr_t lo, hi;
     ::arrayport::detail::byte_span(op.side(), op.shape.data(), op.ndim(), op.dt.itemsize(), lo, hi);
     if (hi > lo) {
@@ -712,11 +658,11 @@ PyObject* array_advise(PyObject* self, PyObject* args, PyObject* kwargs) {
     if (!chosen) throw value_error(std::string("advise: advice: ") + expected + ", got '" + name + "'");
     array_object* a = as_array(self);
     const operand op = operand_of(a);
+    const int where = location_arg(device, op.device, "advise");  // arguments first
     if (op.kind != memory_kind::managed)
       throw value_error("advise: needs managed memory, but this array is in " +
                         std::string(to_string(op.kind)) + " memory");
     runtime::require_reachable(op.kind, "Array.advise", "the array");
-    const int where = location_arg(device, op.device, "advise");
     std::uintptr_t lo, hi;
     ::arrayport::detail::byte_span(op.side(), op.shape.data(), op.ndim(), op.dt.itemsize(), lo, hi);
     if (hi > lo) runtime::mem_advise(reinterpret_cast<const void*>(lo), hi - lo, *chosen, where);
@@ -765,18 +711,18 @@ void register_copy_functions(nb::module_& m) {
                              "protocol, got " + type_name(a.ptr()));
           held_buffer held(a.ptr(), false);
           const operand src = held.to_operand("copy: a");
-          const std::optional<std::string> mem = memory_arg(memory.ptr());
           return copy_to_new(a.ptr(), src, dtype_arg(dtype_obj.ptr()).value_or(src.dt),
-                             parse_memory(mem), device_arg(device.ptr()).value_or(-1),
-                             parse_stream(stream), stream, "copy");
-        }, "a"_a, "dtype"_a = nb::none(), "memory"_a = nb::none(), "device"_a = nb::none(),
+                             parse_memory(memory.ptr(), "copy"),
+                             device_arg(device.ptr(), "copy").value_or(-1),
+                             parse_stream(stream, "copy"), stream, "copy");
+        }, "a"_a.none(), "dtype"_a = nb::none(), "memory"_a = nb::none(), "device"_a = nb::none(),
         "stream"_a = nb::none(),
         "A C-contiguous copy of an Array (in its memory unless memory= is given) or of a "
         "buffer-protocol object such as a NumPy array (in the default memory), asynchronous on "
         "the stream.");
   m.def("to_gpu", [](nb::handle a, nb::handle stream, nb::handle device, nb::handle dtype_obj) -> nb::object {
-          const stream_handle s = parse_stream(stream);
-          const int dev = device_arg(device.ptr()).value_or(-1);
+          const stream_handle s = parse_stream(stream, "to_gpu");
+          const int dev = device_arg(device.ptr(), "to_gpu").value_or(-1);
           if (is_array(a.ptr())) {
             const operand src = operand_of(as_array(a.ptr()));
             runtime::require_reachable(src.kind, "to_gpu", "a");
@@ -790,7 +736,7 @@ void register_copy_functions(nb::module_& m) {
           const operand src = held.to_operand("to_gpu: a");
           return copy_to_new(a.ptr(), src, dtype_arg(dtype_obj.ptr()).value_or(src.dt),
                              memory_kind::device, dev, s, stream, "to_gpu");
-        }, "a"_a, "stream"_a = nb::none(), "device"_a = nb::none(), "dtype"_a = nb::none(),
+        }, "a"_a.none(), "stream"_a = nb::none(), "device"_a = nb::none(), "dtype"_a = nb::none(),
         "A device-memory Array holding a copy of a host array (PyCUDA's gpuarray.to_gpu): any "
         "object with the buffer protocol, any strides.");
 }

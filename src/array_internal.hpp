@@ -3,6 +3,7 @@
 #pragma once
 
 #include "array.hpp"
+#include "arguments.hpp"
 
 #include <arrayport/dtype.hpp>
 #include <arrayport/memory_kind.hpp>
@@ -86,19 +87,6 @@ basic_index resolve_basic_index(array_object* a, PyObject* key);
 /// `dt`); it keeps the root owner alive. New reference.
 PyObject* make_view(array_object* src, char* data, const std::vector<std::int64_t>& shape,
                     const std::vector<std::int64_t>& strides, dtype dt);
-
-/// dtype=: a name ('float32', 'f4'), a NumPy dtype or scalar type, or a Python number type;
-/// None means float64.
-dtype parse_dtype(nanobind::handle d);
-/// memory=: a memory kind name, or nullopt for the default kind.
-memory_kind parse_memory(const std::optional<std::string>& memory);
-/// stream=: None (the calling thread's current stream), an int handle, or an object with
-/// __cuda_stream__.
-stream_handle parse_stream(nanobind::handle stream);
-/// What keeps the stream that parse_stream(stream) names alive: the object itself, the innermost
-/// `with` block's stream for None, nothing (a null handle) for an int handle, which its owner keeps.
-/// An Array holds it until its memory has been released on that stream.
-nanobind::handle stream_owner(nanobind::handle stream) noexcept;
 
 /// The stream a new Array of `kind` on `device` (-1: the current device) is ordered on: `stream`
 /// (parsed from `stream_obj`) when it belongs to that device, else the device's default stream

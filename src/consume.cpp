@@ -100,6 +100,9 @@ holder_object* as_holder(nb::handle h) noexcept {
 
 std::uint32_t parse_protocol(nb::handle protocol) {
   if (protocol.is_none()) return python::protocol_all;
+  const char* expected = "expected None, 'array', 'exchange', 'buffer', 'dlpack', 'cai' or 'cupy'";
+  if (!PyUnicode_Check(protocol.ptr()))
+    throw type_error(std::string("protocol: ") + expected + ", got " + type_name_of(protocol.ptr()));
   const std::string name = nb::cast<std::string>(protocol);
   if (name == "array") return python::protocol_array;
   if (name == "exchange") return python::protocol_exchange;
@@ -107,8 +110,7 @@ std::uint32_t parse_protocol(nb::handle protocol) {
   if (name == "dlpack") return python::protocol_dlpack;
   if (name == "cai") return python::protocol_cai;
   if (name == "cupy") return python::protocol_cupy;
-  throw value_error("protocol: expected None, 'array', 'exchange', 'buffer', 'dlpack', 'cai' or "
-                    "'cupy', got '" + name + "'");
+  throw value_error(std::string("protocol: ") + expected + ", got '" + name + "'");
 }
 
 const char* protocol_name(std::uint32_t p) {
@@ -208,10 +210,12 @@ nb::object register_host(nb::handle obj) {
 }
 
 // The view as an Array owning the holder; an Array is returned as it is.
-nb::object view(nb::handle obj, nb::handle stream, bool sync, nb::handle protocol) {
+nb::object view(nb::handle obj, nb::handle stream, nb::handle sync, nb::handle protocol) {
+  const stream_handle s = parse_stream(stream, "view");
+  const bool synced = bool_arg(sync.ptr(), "view", "sync");
+  const std::uint32_t protocols = parse_protocol(protocol);
   if (is_array(obj.ptr()) && protocol.is_none()) return nb::borrow(obj);
-  return array_holding(
-      acquire_for_python(obj, parse_stream(stream), sync, parse_protocol(protocol), false));
+  return array_holding(acquire_for_python(obj, s, synced, protocols, false));
 }
 
 bool offers_array_protocol(nb::handle obj) {
@@ -294,8 +298,8 @@ void register_consume(nb::module_& m) {
            "Locking costs about as much as copying the memory once: worth it for large buffers "
            "used on the GPU. ValueError for memory that is not pageable host memory, or whose "
            "pages another registration holds; NoDeviceError without a device.");
-  m.def("view", &view, nb::arg("obj").none(), "stream"_a = nb::none(), nb::kw_only(), "sync"_a = true,
-        "protocol"_a = nb::none(),
+  m.def("view", &view, nb::arg("obj").none(), "stream"_a = nb::none(), nb::kw_only(),
+        "sync"_a.none() = true, "protocol"_a = nb::none(),
         "Any array (NumPy, CuPy, PyTorch, JAX, Numba, memoryview, ...) as an arrayport.Array "
         "without a copy. The producer stays alive while the view lives; its pending work is "
         "ordered before `stream` (default: the current stream) unless sync=False. protocol= "

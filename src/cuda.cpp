@@ -5,6 +5,7 @@
 // borrowing a stream handle does not need a device. Blocking calls release the GIL.
 #include "cuda.hpp"
 
+#include "arguments.hpp"
 #include "current_stream.hpp"
 #include "gil.hpp"
 
@@ -74,34 +75,11 @@ struct py_device {
   }
 };
 
-std::string plural_devices(int n) {
-  return std::to_string(n) + (n == 1 ? " CUDA device" : " CUDA devices");
-}
-
-// Checks a device index given to `what`. No device at all is NoDeviceError (the probe's reason),
-// before any range check: on such a machine every index is wrong for the same reason.
-int checked_device(nb::handle index, const char* what) {
-  runtime::require_device(what);
-  nb::object v = to_pylong(index);
-  int overflow = 0;
-  long long i = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
-  if (i == -1 && PyErr_Occurred()) throw nb::python_error();
-  int n = runtime::device_count();
-  if (overflow != 0 || i < 0 || i >= n)
-    throw value_error(std::string(what) + ": device index must be in [0, " + std::to_string(n) +
-                      ") (this machine has " + plural_devices(n) + "), got " + repr_of(v));
-  return static_cast<int>(i);
-}
-
-// A device argument that is given (not None): an int or a Device. `none_ok`: the argument may
-// be None too (handled by the caller), which the message then says.
-int device_arg(nb::handle obj, const char* what, bool none_ok = true) {
-  if (nb::isinstance<py_device>(obj)) return nb::cast<const py_device&>(obj).index;
-  if (is_index(obj)) return checked_device(obj, what);
-  throw type_error(std::string(what) + ": device must be " +
-                   (none_ok ? "an int, an arrayport.cuda.Device or None"
-                            : "an int or an arrayport.cuda.Device") +
-                   ", got '" + tp_name_of(obj) + "'");
+// A device argument that is given (not None): an int or a Device (arguments.hpp's parser; a
+// machine without a device raises NoDeviceError once the type is right). `none_ok`: the
+// argument may be None too (handled by the caller).
+int device_arg(nb::handle obj, const char* what, bool none_ok = true, const char* name = "device") {
+  return *arrayport::ext::device_arg(obj.ptr(), what, name, true, none_ok);
 }
 
 // The device of something `what` creates: None is the current device, which must exist.
@@ -167,28 +145,6 @@ py_stream borrow_stream(std::uintptr_t handle, int device, int priority = 0,
                    std::move(owner)};
 }
 
-// A stream handle: a non-negative int that fits a pointer.
-std::uintptr_t handle_arg(nb::handle obj, const std::string& what) {
-  if (!is_index(obj))
-    throw type_error(what + ": a stream handle must be an int (a cudaStream_t address), got '" +
-                     tp_name_of(obj) + "'");
-  nb::object v = to_pylong(obj);
-  int overflow = 0;
-  long long signed_value = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
-  if (signed_value == -1 && PyErr_Occurred()) throw nb::python_error();
-  if (overflow < 0 || (overflow == 0 && signed_value < 0))
-    throw value_error(what +
-                      ": a stream handle must be non-negative (a cudaStream_t address), got " +
-                      repr_of(v));
-  unsigned long long u = PyLong_AsUnsignedLongLong(v.ptr());
-  if (u == static_cast<unsigned long long>(-1) && PyErr_Occurred()) {
-    PyErr_Clear();
-    throw value_error(what + ": a stream handle must fit in " +
-                      std::to_string(8 * sizeof(std::uintptr_t)) + " bits, got " + repr_of(v));
-  }
-  return static_cast<std::uintptr_t>(u);
-}
-
 // The device and priority a foreign stream states (attribute `attr`), when it states one.
 std::optional<int> foreign_int(nb::handle obj, const char* attr) {
   if (!nb::hasattr(obj, attr)) return std::nullopt;
@@ -200,8 +156,10 @@ std::optional<int> foreign_int(nb::handle obj, const char* attr) {
   return static_cast<int>(i);
 }
 
-nb::object adopt(nb::handle obj, nb::handle device) {
-  static const char* what = "Stream.adopt";
+// `what` and `name` name the caller and the argument in messages ("Stream.adopt", "obj").
+nb::object adopt(nb::handle obj, nb::handle device, const char* what = "Stream.adopt",
+                 const char* name = "obj") {
+  const std::string label = std::string(what) + ": " + name;
   if (nb::isinstance<py_stream>(obj)) {
     const py_stream& s = nb::cast<const py_stream&>(obj);
     if (!device.is_none() && device_arg(device, what) != s.device())
@@ -210,7 +168,7 @@ nb::object adopt(nb::handle obj, nb::handle device) {
     return nb::borrow(obj);
   }
   if (is_index(obj))
-    return nb::cast(borrow_stream(handle_arg(obj, what), borrowed_device(device, what)));
+    return nb::cast(borrow_stream(handle_arg(obj.ptr(), label), borrowed_device(device, what)));
 
   std::uintptr_t handle = 0;
   if (nb::hasattr(obj, "__cuda_stream__")) {
@@ -219,21 +177,19 @@ nb::object adopt(nb::handle obj, nb::handle device) {
     nb::object attr = obj.attr("__cuda_stream__");
     nb::object result = PyCallable_Check(attr.ptr()) ? attr() : attr;
     if (!nb::isinstance<nb::tuple>(result) || nb::len(result) != 2 || !is_index(result[0]))
-      throw type_error(std::string(what) +
-                       ": __cuda_stream__() must return a (version, handle) tuple of ints, got " +
+      throw type_error(label + ": __cuda_stream__() must return a (version, handle) tuple of ints, got " +
                        repr_of(result));
     nb::object version = to_pylong(result[0]);
     if (!version.equal(nb::int_(0)))
-      throw value_error(std::string(what) + ": __cuda_stream__ protocol version " +
+      throw value_error(label + ": __cuda_stream__ protocol version " +
                         repr_of(version) + " is not supported (expected 0)");
-    handle = handle_arg(result[1], std::string(what) + ": __cuda_stream__()[1]");
+    handle = handle_arg(nb::object(result[1]).ptr(), label + ".__cuda_stream__()[1]");
   } else if (nb::hasattr(obj, "cuda_stream")) {  // torch.cuda.Stream / ExternalStream
-    handle = handle_arg(obj.attr("cuda_stream"), std::string(what) + ": .cuda_stream");
+    handle = handle_arg(nb::object(obj.attr("cuda_stream")).ptr(), label + ".cuda_stream");
   } else if (nb::hasattr(obj, "ptr")) {  // cupy.cuda.Stream / ExternalStream
-    handle = handle_arg(obj.attr("ptr"), std::string(what) + ": .ptr");
+    handle = handle_arg(nb::object(obj.attr("ptr")).ptr(), label + ".ptr");
   } else {
-    throw type_error(std::string(what) +
-                     ": expected an object with __cuda_stream__ (the cuda.core protocol), a "
+    throw type_error(label + ": expected an object with __cuda_stream__ (the cuda.core protocol), a "
                      "PyTorch stream (.cuda_stream), a CuPy stream (.ptr), an "
                      "arrayport.cuda.Stream or an int handle, got '" +
                      tp_name_of(obj) + "'");
@@ -255,9 +211,9 @@ nb::object adopt(nb::handle obj, nb::handle device) {
 }
 
 // The stream an argument names: None is the current stream; anything else is adopted.
-current_stream_state stream_arg(nb::handle obj) {
+current_stream_state stream_arg(nb::handle obj, const char* what) {
   if (obj.is_none()) return current_stream();
-  nb::object s = adopt(obj, nb::none());
+  nb::object s = adopt(obj, nb::none(), what, "stream");
   const py_stream& ps = nb::cast<const py_stream&>(s);
   return {ps.stream.handle(), ps.device()};
 }
@@ -323,6 +279,14 @@ std::string stream_repr(const py_stream& s) {
   r += ", priority " + std::to_string(s.priority);
   r += s.stream.owning() ? ", owned>" : ", borrowed>";
   return r;
+}
+
+py_event& event_arg(nb::handle obj, const char* what, const char* name) {
+  py_event* e = nullptr;
+  if (!nb::try_cast<py_event*>(obj, e) || !e)
+    throw type_error(arg_prefix(what, name) + "expected an arrayport.cuda.Event, got " +
+                     tp_name_of(obj));
+  return *e;
 }
 
 py_event make_event(bool timing, bool blocking) {
@@ -427,6 +391,13 @@ nb::handle current_stream_object() noexcept {
                                                                        : nb::handle();
 }
 
+bool device_index_of(nb::handle obj, int& index) noexcept {
+  py_device* d = nullptr;
+  if (!nb::try_cast<py_device*>(obj, d) || !d) return false;
+  index = d->index;
+  return true;
+}
+
 void register_cuda(nb::module_& parent) {
   nb::module_ m = parent.def_submodule("cuda", module_doc);
   nb::module_::import_("atexit").attr("register")(nb::cpp_function(&release_open_stream_blocks));
@@ -474,7 +445,8 @@ void register_cuda(nb::module_& parent) {
       .def(
           "__init__",
           [](py_device* self, nb::handle i) {
-            new (self) py_device{owned_device(i, "Device"), {}};
+            const int index = i.is_none() ? owned_device(i, "Device") : device_arg(i, "Device", true, "i");
+            new (self) py_device{index, {}};
           },
           "i"_a.none() = nb::none(),
           nb::sig("def __init__(self, i: int | Device | None = None) -> None"))
@@ -510,7 +482,7 @@ void register_cuda(nb::module_& parent) {
       .def(
           "can_access_peer",
           [](const py_device& d, nb::handle peer) {
-            int p = device_arg(peer, "can_access_peer", false);
+            int p = device_arg(peer, "Device.can_access_peer", false, "peer");
             return p != d.index && runtime::can_access_peer(d.index, p);  // not its own peer
           },
           "peer"_a.none(), nb::sig("def can_access_peer(self, peer: int | Device) -> bool"),
@@ -570,12 +542,15 @@ void register_cuda(nb::module_& parent) {
   nb::class_<py_event>(m, "Event", event_doc)
       .def(
           "__init__",
-          [](py_event* self, bool timing, bool blocking) {
-            new (self) py_event(make_event(timing, blocking));
+          [](py_event* self, nb::handle timing, nb::handle blocking) {
+            const bool t = bool_arg(timing.ptr(), "Event", "timing");
+            const bool b = bool_arg(blocking.ptr(), "Event", "blocking");
+            new (self) py_event(make_event(t, b));
           },
-          "timing"_a = true, "blocking"_a = false)
+          "timing"_a.none() = true, "blocking"_a.none() = false,
+          nb::sig("def __init__(self, timing: bool = True, blocking: bool = False) -> None"))
       .def(
-          "record", [](py_event& e, nb::handle stream) { record(e, stream_arg(stream)); },
+          "record", [](py_event& e, nb::handle stream) { record(e, stream_arg(stream, "Event.record")); },
           "stream"_a.none() = nb::none(),
           nb::sig("def record(self, stream: object = None) -> None"),
           "Captures the work queued so far on `stream`: None is the current stream "
@@ -591,7 +566,8 @@ void register_cuda(nb::module_& parent) {
           "recorded).")
       .def(
           "elapsed_time",
-          [](const py_event& start, const py_event& end) {
+          [](const py_event& start, nb::handle end_obj) {
+            const py_event& end = event_arg(end_obj, "Event.elapsed_time", "end");
             if (!start.timing || !end.timing)
               throw value_error(std::string("Event.elapsed_time: the ") +
                                 (start.timing ? "end" : "start") +
@@ -606,7 +582,7 @@ void register_cuda(nb::module_& parent) {
                   "end.synchronize() first)");
             return static_cast<double>(start.event.elapsed_ms(end.event));
           },
-          "end"_a,
+          "end"_a.none(), nb::sig("def elapsed_time(self, end: Event) -> float"),
           "Milliseconds from this event to `end` (resolution about half a microsecond). Both "
           "need timing=True, a record(), and completed work: ValueError or RuntimeError says "
           "which is missing, rather than blocking here.")
@@ -624,17 +600,20 @@ void register_cuda(nb::module_& parent) {
   nb::class_<py_stream>(m, "Stream", stream_doc, nb::type_slots(stream_slots))
       .def(
           "__init__",
-          [](py_stream* self, nb::handle device, int priority, bool non_blocking) {
+          [](py_stream* self, nb::handle device, nb::handle priority, nb::handle non_blocking) {
+            const auto p = static_cast<int>(int_arg(priority.ptr(), "Stream", "priority", INT32_MIN,
+                                                    INT32_MAX, "an int that fits 32 bits"));
+            const bool non_block = bool_arg(non_blocking.ptr(), "Stream", "non_blocking");
             int dev = owned_device(device, "Stream");
-            new (self) py_stream{arrayport::stream(dev, priority, non_blocking), priority, {}};
+            new (self) py_stream{arrayport::stream(dev, p, non_block), p, {}};
           },
-          "device"_a.none() = nb::none(), "priority"_a = 0, "non_blocking"_a = true,
+          "device"_a.none() = nb::none(), "priority"_a.none() = 0, "non_blocking"_a.none() = true,
           nb::sig("def __init__(self, device: int | Device | None = None, priority: int = 0, "
                   "non_blocking: bool = True) -> None"))
       .def_static(
           "from_handle",
           [](nb::handle handle, nb::handle device) {
-            return borrow_stream(handle_arg(handle, "Stream.from_handle"),
+            return borrow_stream(handle_arg(handle.ptr(), "Stream.from_handle: handle"),
                                  borrowed_device(device, "Stream.from_handle"));
           },
           "handle"_a.none(), "device"_a.none() = nb::none(),
@@ -643,7 +622,8 @@ void register_cuda(nb::module_& parent) {
           "its "
           "owner must keep it alive. `device` None: the current device (none without a device). "
           "Needs no device; a negative handle is a ValueError.")
-      .def_static("adopt", &adopt, "obj"_a.none(), "device"_a.none() = nb::none(),
+      .def_static("adopt", [](nb::handle obj, nb::handle device) { return adopt(obj, device); },
+                  "obj"_a.none(), "device"_a.none() = nb::none(),
                   nb::sig("def adopt(obj: object, device: int | Device | None = None) -> Stream"),
                   "Borrows another library's stream: an object with __cuda_stream__ (the cuda.core "
                   "protocol, version 0), a PyTorch stream (.cuda_stream), a CuPy stream (.ptr), an "
@@ -687,20 +667,22 @@ void register_cuda(nb::module_& parent) {
           "True when all work queued so far has completed (always True without a device).")
       .def(
           "wait_event",
-          [](const py_stream& s, const py_event& e) {
+          [](const py_stream& s, nb::handle event) {
+            const py_event& e = event_arg(event, "Stream.wait_event", "event");
             runtime::device_guard guard(s.device());
             s.stream.wait(e.event);
           },
-          "event"_a,
+          "event"_a.none(), nb::sig("def wait_event(self, event: Event) -> None"),
           "Makes work queued on this stream from now on wait for the work `event` captured, "
           "without blocking the host.")
       .def(
           "record_event",
-          [](const py_stream& s, py_event* e) -> nb::object {
+          [](const py_stream& s, nb::handle event) -> nb::object {
             current_stream_state state{s.stream.handle(), s.device()};
-            if (e) {
+            if (!event.is_none()) {
+              py_event* e = &event_arg(event, "Stream.record_event", "event");
               record(*e, state);
-              return nb::find(e);
+              return nb::borrow(event);
             }
             runtime::require_device("Stream.record_event");
             runtime::device_guard guard(

@@ -13,4 +13,7 @@ void register_cuda(nanobind::module_& m);
 /// stream (C++ code may have set another since), else a null handle. Borrowed.
 nanobind::handle current_stream_object() noexcept;
 
+/// Whether `obj` is an arrayport.cuda.Device, and then its index (checked when it was made).
+bool device_index_of(nanobind::handle obj, int& index) noexcept;
+
 }  // namespace arrayport::ext

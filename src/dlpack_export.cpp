@@ -2,6 +2,7 @@
 #include "dlpack_export.hpp"
 
 #include "array.hpp"
+#include "arguments.hpp"
 #include "array_internal.hpp"
 #include "errors.hpp"
 
@@ -72,24 +73,37 @@ void capsule_destructor(PyObject* capsule) noexcept {
 void stream_handshake(array_object* a, PyObject* stream) {
   auto kind = static_cast<memory_kind>(a->view.memory_kind);
   const bool cuda = is_device_accessible(kind) && runtime::is_available();
+  // -1 (no synchronisation) or a handle: an int that fits 64 bits, signed or not.
+  long long s = 0;
+  bool above_int64 = false;  // a handle in [2**63, 2**64): s holds its bits
+  if (stream != Py_None) {
+    if (PyBool_Check(stream) || !PyLong_Check(stream))
+      throw type_error("__dlpack__: stream: expected None, -1 or a stream handle (an int), got " +
+                       type_name_of(stream));
+    int overflow = 0;
+    s = PyLong_AsLongLongAndOverflow(stream, &overflow);
+    if (s == -1 && PyErr_Occurred()) throw nanobind::python_error();
+    if (overflow < 0) s = -2;  // below -1: refused below
+    else if (overflow > 0) {
+      s = static_cast<long long>(handle_arg(stream, "__dlpack__: stream"));
+      above_int64 = true;
+    }
+  }
   if (!cuda) {
-    if (stream != Py_None && !(PyLong_Check(stream) && PyLong_AsLongLong(stream) == -1))
-      buffer_error("__dlpack__: stream must be None for a CPU array, got " +
+    if (stream != Py_None && s != -1)
+      buffer_error("__dlpack__: stream: expected None or -1 for a CPU array, got " +
                    std::string(nanobind::str(stream).c_str()));
     return;
   }
   stream_handle consumer = nullptr;  // None: the consumer uses the legacy default stream
   if (stream != Py_None) {
-    if (!PyLong_Check(stream))
-      buffer_error("__dlpack__: stream must be an int or None, got " +
-                   std::string(Py_TYPE(stream)->tp_name));
-    long long s = PyLong_AsLongLong(stream);
-    if (s == -1 && PyErr_Occurred()) throw nanobind::python_error();
     if (s == -1) return;  // the consumer asked for no synchronisation
     if (s == 0)
       buffer_error("__dlpack__: stream=0 is disallowed for CUDA (ambiguous); use 1 for the legacy "
                    "default stream or 2 for the per-thread default stream");
-    if (s < -1) buffer_error("__dlpack__: stream must be -1, None or a stream handle, got " + std::to_string(s));
+    if (s < -1 && !above_int64)
+      buffer_error("__dlpack__: stream: expected None, -1 or a stream handle, got " +
+                   std::string(nanobind::str(stream).c_str()));
     consumer = s == 1 ? nullptr : reinterpret_cast<stream_handle>(static_cast<std::uintptr_t>(s));
   }
   // The array's default-stream handle is its own device's; the consumer's stream belongs to the
@@ -116,18 +130,25 @@ PyObject* export_impl(PyObject* self, PyObject* args, PyObject* kwargs) {
     if (!PyTuple_Check(max_version) || PyTuple_GET_SIZE(max_version) != 2 ||
         (major = PyLong_AsLong(PyTuple_GET_ITEM(max_version, 0))) == -1) {
       PyErr_Clear();
-      buffer_error("__dlpack__: max_version must be a (major, minor) tuple of ints, got " +
+      buffer_error("__dlpack__: max_version: expected a (major, minor) tuple of ints, got " +
                    std::string(nanobind::str(max_version).c_str()));
     }
     versioned = major >= 1;
   }
+  if (copy != Py_None && !PyBool_Check(copy))
+    throw type_error("__dlpack__: copy: expected True, False or None, got " + type_name_of(copy));
   if (copy == Py_True)
     buffer_error("__dlpack__: copy=True is not supported yet; export the array itself "
                  "(copy=None) or copy it first with .copy()");
   arrayport_device_t device = a->view.device;
   if (dl_device != Py_None) {
-    int type = 0, id = 0;
-    if (!PyArg_ParseTuple(dl_device, "ii:__dlpack__ dl_device", &type, &id)) return nullptr;
+    if (!PyTuple_Check(dl_device) || PyTuple_GET_SIZE(dl_device) != 2)
+      throw type_error("__dlpack__: dl_device: expected None or a (device_type, device_id) tuple "
+                       "of ints, got " + type_name_of(dl_device));
+    const int type = static_cast<int>(int_arg(PyTuple_GET_ITEM(dl_device, 0), "__dlpack__",
+                                              "dl_device[0]", 0, INT32_MAX, "a DLPack device type"));
+    const int id = static_cast<int>(int_arg(PyTuple_GET_ITEM(dl_device, 1), "__dlpack__",
+                                            "dl_device[1]", 0, INT32_MAX, "a device id >= 0"));
     auto kind = static_cast<memory_kind>(a->view.memory_kind);
     if (same_device(device, type, id)) {
       // what it is already

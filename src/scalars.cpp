@@ -24,14 +24,20 @@ void store(unsigned char* out, T v) {
 }
 
 // An integer value of a Python int (or of a float, truncated as NumPy does).
-PyObject* as_int(PyObject* value, dtype dt) {
-  if (PyFloat_Check(value)) return PyNumber_Long(value);
+PyObject* as_int(PyObject* value, dtype dt, const std::string& name) {
+  if (PyFloat_Check(value)) {
+    const double d = PyFloat_AS_DOUBLE(value);
+    if (d != d) fail(PyExc_ValueError, name + ": cannot convert NaN to " + std::string(dt.name()));
+    if (d - d != 0.0) fail(PyExc_OverflowError, name + ": " + (d > 0 ? "inf" : "-inf") +
+                                                    " is out of range for " + std::string(dt.name()));
+    return PyNumber_Long(value);
+  }
   if (PyComplex_Check(value))
-    fail(PyExc_TypeError, "value: cannot convert a complex number to " + std::string(dt.name()));
+    fail(PyExc_TypeError, name + ": cannot convert a complex number to " + std::string(dt.name()));
   PyObject* i = PyNumber_Index(value);
   if (!i) {
     PyErr_Clear();
-    fail(PyExc_TypeError, "value: expected a number for dtype " + std::string(dt.name()) +
+    fail(PyExc_TypeError, name + ": expected a number for dtype " + std::string(dt.name()) +
                               ", got " + Py_TYPE(value)->tp_name);
   }
   return i;
@@ -39,7 +45,8 @@ PyObject* as_int(PyObject* value, dtype dt) {
 
 }  // namespace
 
-void scalar_to_bytes(PyObject* value, dtype dt, unsigned char* out) {
+void scalar_to_bytes(PyObject* value, dtype dt, unsigned char* out, const char* name_c) {
+  const std::string name = name_c;
   if (dt.is_bool()) {
     int truth = PyObject_IsTrue(value);
     if (truth < 0) throw nb::python_error();
@@ -47,10 +54,10 @@ void scalar_to_bytes(PyObject* value, dtype dt, unsigned char* out) {
     return;
   }
   if (dt.is_integer()) {
-    nb::object i = nb::steal(as_int(value, dt));
+    nb::object i = nb::steal(as_int(value, dt, name));
     if (!i.is_valid()) throw nb::python_error();
     const int bits = dt.bits;
-    std::string range_msg = "value: " + std::string(nb::str(i).c_str()) + " is out of range for " +
+    std::string range_msg = name + ": " + std::string(nb::str(i).c_str()) + " is out of range for " +
                             std::string(dt.name());
     if (dt.is_signed()) {
       int overflow = 0;
@@ -82,17 +89,22 @@ void scalar_to_bytes(PyObject* value, dtype dt, unsigned char* out) {
   }
   if (dt.is_complex()) {
     Py_complex c = PyComplex_AsCComplex(value);
-    if (c.real == -1.0 && PyErr_Occurred()) throw nb::python_error();
+    if (c.real == -1.0 && PyErr_Occurred()) {
+      if (!PyErr_ExceptionMatches(PyExc_TypeError)) throw nb::python_error();
+      PyErr_Clear();
+      fail(PyExc_TypeError, name + ": expected a number for dtype " + std::string(dt.name()) +
+                                ", got " + Py_TYPE(value)->tp_name);
+    }
     if (dt.bits == 64) store(out, std::complex<float>(static_cast<float>(c.real), static_cast<float>(c.imag)));
     else store(out, std::complex<double>(c.real, c.imag));
     return;
   }
   if (PyComplex_Check(value))
-    fail(PyExc_TypeError, "value: cannot convert a complex number to " + std::string(dt.name()));
+    fail(PyExc_TypeError, name + ": cannot convert a complex number to " + std::string(dt.name()));
   double d = PyFloat_AsDouble(value);
   if (d == -1.0 && PyErr_Occurred()) {
     PyErr_Clear();
-    fail(PyExc_TypeError, "value: expected a number for dtype " + std::string(dt.name()) +
+    fail(PyExc_TypeError, name + ": expected a number for dtype " + std::string(dt.name()) +
                               ", got " + Py_TYPE(value)->tp_name);
   }
   if (dt == dtypes::float64) store(out, d);

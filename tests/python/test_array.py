@@ -239,7 +239,7 @@ def test_cpu_array_refuses_a_stream_and_a_foreign_device():
     if HAS_GPU:
         pytest.skip("the default memory is managed with a GPU")
     a = ap.zeros(2)
-    with pytest.raises(BufferError, match="stream must be None for a CPU array"):
+    with pytest.raises(BufferError, match="stream: expected None or -1 for a CPU array"):
         a.__dlpack__(stream=5)
     with pytest.raises(BufferError, match="copy=False forbids"):
         a.__dlpack__(dl_device=(2, 0), copy=False)

@@ -360,8 +360,8 @@ def bad_calls():
         (lambda: a.copy(memory=3), TypeError, "memory: expected one of"),
         (lambda: a.to(memory="vram"), ValueError, "got 'vram'"),
         (lambda: a.copy(dtype="float128"), TypeError, "float128"),
-        (lambda: a.copy(device=-1), ValueError, "device: expected a device index >= 0 or None, got -1"),
-        (lambda: a.copy(device="0"), TypeError, "device: expected a device index"),
+        (lambda: a.copy(device=-1), ValueError, "copy: device: expected a device index >= 0, got -1"),
+        (lambda: a.copy(device="0"), TypeError, "copy: device: expected None, an int or an arrayport.cuda.Device, got str"),
         (lambda: a.to(stream="s"), TypeError, "stream: expected None"),
         (lambda: a.view("float128"), TypeError, "float128"),
         (lambda: a.prefetch(), ValueError, "prefetch: needs managed memory, but this array is in"),
@@ -548,7 +548,7 @@ def test_array_dunder_of_host_accessible_memory_is_a_numpy_view(dtype, memory):
     other = "complex128" if dtype != "complex128" else "complex64"
     np.testing.assert_array_equal(a.__array__(other), x.astype(other))
     assert a.__array__(dtype, copy=False).__array_interface__["data"][0] == a.ptr
-    with pytest.raises(ValueError, match=rf"^Array.__array__: copy=False, but dtype {other} needs a copy"):
+    with pytest.raises(ValueError, match=r"^Unable to avoid copy"):  # NumPy's own message
         a.__array__(other, copy=False)
 
 
@@ -557,7 +557,7 @@ def test_array_dunder_of_host_accessible_memory_is_a_numpy_view(dtype, memory):
 def test_numpy_refuses_device_memory_and_points_to_get(shape):
     # Formerly an object array holding the Array, and host[...] = a wrote its truth: silently wrong.
     a = ap.zeros(shape, "float32", memory="device")
-    message = r"^Array.__array__: the array is in device memory, which NumPy cannot view; use .get\(\)"
+    message = r"^__array__: this array is in device memory, which NumPy cannot read; copy it to the host with .get\(\)"
     for convert in (np.asarray, np.array, lambda v: np.asarray(v, dtype="float64")):
         with pytest.raises(TypeError, match=message):
             convert(a)

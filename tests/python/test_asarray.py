@@ -213,7 +213,7 @@ def test_copy_false_into_other_memory():
 @pytest.mark.parametrize("kwargs, exc, match", [
     ({"copy": "yes"}, TypeError, r"asarray: copy: expected True, False or None, got 'yes'"),
     ({"device": ("gpu", 0)}, ValueError, r"asarray: device: expected a device type 'cpu', 'cuda'.*got 'gpu'"),
-    ({"device": [0]}, TypeError, r"asarray: device: expected None, a device index \(int\), 'cpu'"),
+    ({"device": [0]}, TypeError, r"asarray: device: expected None, a device index \(int\), an arrayport\.cuda\.Device, 'cpu'"),
     ({"device": -1}, ValueError, r"asarray: device: expected a device index >= 0, got -1"),
     ({"device": ("cuda", 0), "memory": "host"}, ValueError,
      r"asarray: device \('cuda', 0\) is device memory, but memory='host' was given"),

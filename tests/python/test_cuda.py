@@ -162,7 +162,7 @@ def test_streams_are_equal_and_hashed_by_handle():
 
 @pytest.mark.parametrize("handle", [-1, -(2**70)])
 def test_a_negative_handle_is_a_value_error(handle):
-    with pytest.raises(ValueError, match=r"Stream\.from_handle: a stream handle must be "
+    with pytest.raises(ValueError, match=r"Stream\.from_handle: handle: a stream handle must be "
                                          r"non-negative \(a cudaStream_t address\), got -"):
         cuda.Stream.from_handle(handle)
 
@@ -175,26 +175,26 @@ def test_a_handle_wider_than_a_pointer_is_a_value_error():
 @pytest.mark.parametrize("handle, name",
                          [("0", "str"), (1.0, "float"), (True, "bool"), (None, "NoneType")])
 def test_a_handle_that_is_not_an_int_is_a_type_error(handle, name):
-    with pytest.raises(TypeError, match=rf"Stream\.from_handle: a stream handle must be an int "
+    with pytest.raises(TypeError, match=rf"Stream\.from_handle: handle: a stream handle must be an int "
                                         rf"\(a cudaStream_t address\), got '{name}'"):
         cuda.Stream.from_handle(handle)
 
 
 @pytest.mark.parametrize("device, name", [("cuda:0", "str"), (1.5, "float"), (True, "bool")])
 def test_a_device_that_is_not_an_int_or_device_is_a_type_error(device, name):
-    with pytest.raises(TypeError, match=rf"Stream\.legacy: device must be an int, an "
-                                        rf"arrayport\.cuda\.Device or None, got '{name}'"):
+    with pytest.raises(TypeError, match=rf"Stream\.legacy: device: expected None, an int or an "
+                                        rf"arrayport\.cuda\.Device, got {name}$"):
         cuda.Stream.legacy(device)
-    with pytest.raises(TypeError, match=rf"set_device: device must be an int or an "
-                                        rf"arrayport\.cuda\.Device, got '{name}'"):
+    with pytest.raises(TypeError, match=rf"set_device: device: expected an int or an "
+                                        rf"arrayport\.cuda\.Device, got {name}$"):
         cuda.set_device(device)
 
 
 def test_none_is_the_current_device_where_a_device_is_optional_only():
     assert cuda.Stream.legacy(None).device == current_device_or_none()
     assert cuda.Stream.from_handle(5, None).device == current_device_or_none()
-    with pytest.raises(TypeError, match=r"set_device: device must be an int or an "
-                                        r"arrayport\.cuda\.Device, got 'NoneType'"):
+    with pytest.raises(TypeError, match=r"set_device: device: expected an int or an "
+                                        r"arrayport\.cuda\.Device, got NoneType"):
         cuda.set_device(None)
 
 
@@ -363,20 +363,20 @@ def test_adopting_something_else_is_a_type_error_naming_what_was_expected():
     with pytest.raises(TypeError) as info:
         cuda.Stream.adopt("x")
     assert str(info.value) == (
-        "Stream.adopt: expected an object with __cuda_stream__ (the cuda.core protocol), a "
+        "Stream.adopt: obj: expected an object with __cuda_stream__ (the cuda.core protocol), a "
         "PyTorch stream (.cuda_stream), a CuPy stream (.ptr), an arrayport.cuda.Stream or an int "
         "handle, got 'str'")
     for bad in (None, 1.5, True, object()):
-        with pytest.raises(TypeError, match="Stream.adopt: expected an object with __cuda_stream"):
+        with pytest.raises(TypeError, match="Stream.adopt: obj: expected an object with __cuda_stream"):
             cuda.Stream.adopt(bad)
 
 
 def test_adopting_a_negative_handle_is_a_value_error():
-    with pytest.raises(ValueError, match=r"Stream\.adopt: a stream handle must be non-negative"):
+    with pytest.raises(ValueError, match=r"Stream\.adopt: obj: a stream handle must be non-negative"):
         cuda.Stream.adopt(-1)
-    with pytest.raises(ValueError, match=r"Stream\.adopt: \.ptr: a stream handle must be non-neg"):
+    with pytest.raises(ValueError, match=r"Stream\.adopt: obj\.ptr: a stream handle must be non-neg"):
         cuda.Stream.adopt(CupyLike(-5))
-    with pytest.raises(ValueError, match=r"Stream\.adopt: __cuda_stream__\(\)\[1\]: a stream "
+    with pytest.raises(ValueError, match=r"Stream\.adopt: obj\.__cuda_stream__\(\)\[1\]: a stream "
                                          r"handle must be non-negative"):
         cuda.Stream.adopt(CudaCoreLike(-5))
 
@@ -505,20 +505,32 @@ def test_device_defaults_to_the_current_one_and_compares_by_index(device0):
     assert cuda.current_device() == 0
 
 
+@pytest.mark.parametrize("index", [-1, -(2**70)])
+def test_a_negative_device_index_is_a_value_error_on_every_machine(index):
+    with pytest.raises(ValueError, match=rf"^Device: i: expected a device index >= 0, got {index}$"):
+        cuda.Device(index)
+    with pytest.raises(ValueError, match=r"^set_device: device: expected a device index >= 0"):
+        cuda.set_device(index)
+    with pytest.raises(ValueError, match=r"^Stream: device: expected a device index >= 0"):
+        cuda.Stream(device=index)
+
+
 @needs_gpu
-@pytest.mark.parametrize("index", ["count", -1, 2**40])
+@pytest.mark.parametrize("index", ["count", 2**40, 2**70])
 def test_a_bad_device_index_is_a_value_error_naming_it_and_the_range(index):
     n = cuda.device_count()
     index = n if index == "count" else index
     noun = "device" if n == 1 else "devices"
     with pytest.raises(ValueError) as info:
         cuda.Device(index)
-    assert str(info.value) == (f"Device: device index must be in [0, {n}) (this machine has {n} "
-                               f"CUDA {noun}), got {index}")
-    with pytest.raises(ValueError, match=rf"set_device: device index must be in \[0, {n}\)"):
+    assert str(info.value) == (f"Device: i: expected a device index in [0, {n}) (this machine has "
+                               f"{n} CUDA {noun}), got {index}")
+    with pytest.raises(ValueError, match=rf"set_device: device: expected a device index in \[0, {n}\)"):
         cuda.set_device(index)
-    with pytest.raises(ValueError, match=rf"Stream: device index must be in \[0, {n}\)"):
+    with pytest.raises(ValueError, match=rf"Stream: device: expected a device index in \[0, {n}\)"):
         cuda.Stream(device=index)
+    with pytest.raises(ValueError, match=rf"^empty: device: expected a device index in \[0, {n}\)"):
+        arrayport.empty(3, device=index)
 
 
 @needs_gpu
@@ -621,7 +633,7 @@ def test_event_record_defaults_to_the_current_stream_and_takes_adoptable_objects
     e.record(cuda.Stream.legacy())
     e.synchronize()
     assert e.query() is True
-    with pytest.raises(TypeError, match="Stream.adopt: expected"):
+    with pytest.raises(TypeError, match="Event.record: stream: expected an object with"):
         e.record("s")
 
 

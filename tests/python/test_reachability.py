@@ -180,6 +180,13 @@ def method_calls(v: ap.Array):
         "__delitem__": [((0,), {}, ((ValueError, r"cannot delete array elements"),))],
         "__len__": [((), {}, (OK, (TypeError, r"len\(\) of a 0-d")))],
         "__repr__": [((), {}, (OK,))],
+        **{name: [((), {}, ((TypeError, r"^(int|float|complex|operator.index|bool): this array is in "
+                                         r"device memory|only 0-dimensional|only integer scalar"
+                                         r"|cannot convert"),
+                            (ValueError, r"^The truth value of an (empty )?array"),
+                            refused(what)))]
+           for name, what in (("__int__", "int"), ("__float__", "float"), ("__complex__", "complex"),
+                              ("__index__", "operator.index"), ("__bool__", "bool"))},
     }
 
 
@@ -247,10 +254,14 @@ def test_python_operations_never_read_device_memory(view):
     assert "not readable here" in check(lambda: str(view), OK)
     assert "not readable here" in check(lambda: format(view, ""), OK)
     check(lambda: len(view), OK, (TypeError, r"len\(\) of a 0-d"))
-    check(lambda: bool(view), OK, (TypeError, r"len\(\) of a 0-d|truth value"), conversion)
+    # NumPy's rules (ambiguous truth, non-0-d conversions) or a refusal; never the element.
+    host_only = (TypeError, r"this array is in device memory, which the host cannot read")
+    check(lambda: bool(view), (ValueError, r"^The truth value of an (empty )?array"), host_only,
+          conversion)
     for convert in (float, int, complex, operator.index):
-        check(lambda: convert(view), (TypeError, r"must be|cannot be interpreted|only|argument"),
-              conversion)
+        check(lambda: convert(view),
+              (TypeError, r"must be|cannot be interpreted|only|argument|cannot convert"),
+              host_only, conversion)
     check(lambda: list(view), OK, (TypeError, r"not iterable"), conversion)
     assert check(lambda: view == view, OK) is True  # identity: no elementwise comparison
     check(lambda: hash(view), OK)
