@@ -533,7 +533,7 @@ PyObject* array_reshape(PyObject* self, PyObject* args) {
       throw value_error("reshape: only C-contiguous arrays can be reshaped without a copy; this one "
                         "is not (copy it first)");
     std::vector<std::int64_t> strides(shape.size());
-    compact_strides(shape.data(), ndim, strides.data());
+    compact_strides(shape.data(), ndim, strides.data(), static_cast<std::int64_t>(itemsize_of(a)));
     return make_view(a, static_cast<char*>(a->view.data), shape, strides, dtype::from_c(a->view.dtype),
                      "reshape");
   });
@@ -919,7 +919,7 @@ nb::object make_owned_array(buffer&& storage, dtype dt, const std::int64_t* shap
   a->owned = owned;
   a->stream_owner = Py_XNewRef(stream_owner.ptr());
   for (int i = 0; i < ndim; ++i) a->extents[i] = shape[i];
-  compact_strides(shape, ndim, a->extents + ndim);
+  compact_strides(shape, ndim, a->extents + ndim, static_cast<std::int64_t>(dt.itemsize()));
   a->view.data = owned->data();
   a->view.dtype = dt.to_c();
   a->view.memory_kind = static_cast<std::uint32_t>(owned->kind());

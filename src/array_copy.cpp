@@ -61,7 +61,7 @@ struct operand {
 // C-order byte strides (layout.hpp; an operand's nbytes was checked, or it is empty).
 std::vector<std::int64_t> c_strides(const std::vector<std::int64_t>& shape, std::size_t itemsize) {
   std::vector<std::int64_t> strides(shape.size());
-  compact_strides(shape.data(), static_cast<int>(shape.size()), strides.data(),
+  compact_strides(shape.data(), static_cast<int>(shape.size()), strides.data(), 1,
                   static_cast<std::int64_t>(itemsize));
   return strides;
 }

@@ -222,22 +222,24 @@ ARRAYPORT_HOST_DEVICE constexpr layout_info measure_layout(const arrayport_view_
                         static_cast<std::int64_t>(dtype::from_c(v.dtype).itemsize()));
 }
 
-/// Compact row-major strides of `shape`, in elements (unit 1) or in bytes (unit = itemsize).
-/// False when one that is needed does not fit in int64 (nbytes would not either); for an empty
-/// shape the strides past the overflow are 0 (no element is ever addressed through them).
+/// Compact row-major strides of `shape`, in units of `unit_bytes` bytes (the itemsize for strides
+/// in elements, 1 for strides in bytes) starting at `first` units. False when one that is needed
+/// does not fit in int64 bytes (nbytes would not either); for an empty shape the strides past the
+/// overflow are 0 (no element is ever addressed through them).
 ARRAYPORT_HOST_DEVICE constexpr bool compact_strides(const std::int64_t* shape, int ndim,
                                                      std::int64_t* strides,
-                                                     std::int64_t unit = 1) noexcept {
-  std::int64_t stride = unit;
-  bool fits = true, empty = false;
+                                                     std::int64_t unit_bytes = 1,
+                                                     std::int64_t first = 1) noexcept {
+  const std::int64_t limit = detail::int64_max / (unit_bytes > 0 ? unit_bytes : 1);
+  std::int64_t stride = first;
+  bool fits = stride <= limit, empty = false;
   for (int i = ndim; i-- > 0;) {
-    strides[i] = stride;
+    strides[i] = fits ? stride : 0;
     empty = empty || shape[i] == 0;
     // Past the outermost axis the product is the count, not a stride: not this function's.
-    if (i > 0 && fits && detail::mul_overflow(stride, shape[i] > 0 ? shape[i] : 1, &stride)) {
+    if (i > 0 && fits &&
+        (detail::mul_overflow(stride, shape[i] > 0 ? shape[i] : 1, &stride) || stride > limit))
       fits = false;
-      stride = 0;
-    }
   }
   return fits || empty;
 }

@@ -65,7 +65,8 @@ class view {
   ARRAYPORT_HOST_DEVICE view(T* data, const index_type (&shape)[Rank > 0 ? Rank : 1]) noexcept
       : m_data(data) {
     for (std::size_t r = 0; r != Rank; ++r) m_ext.shape[r] = shape[r];
-    (void)compact_strides(m_ext.shape, static_cast<int>(Rank), m_ext.strides);
+    (void)compact_strides(m_ext.shape, static_cast<int>(Rank), m_ext.strides,
+                          static_cast<index_type>(sizeof(T)));
   }
 
   /// A view with explicit strides (in elements, may be negative or zero).

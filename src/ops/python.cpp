@@ -200,7 +200,7 @@ void allocate_output(output_holder& h, const char* op_name, dtype dt, const std:
                       shape_str(shape, nd) + " of " + std::string(dt.name()) +
                       ", 2^63 bytes or more");
   for (int i = 0; i < nd; ++i) h.extents[i] = shape[i];
-  compact_strides(shape, nd, h.extents + nd);
+  compact_strides(shape, nd, h.extents + nd, static_cast<std::int64_t>(dt.itemsize()));
   const auto bytes = static_cast<std::size_t>(l.nbytes);
   try {
     h.storage = buffer(bytes, where.out_kind, where.device, current_stream().handle);

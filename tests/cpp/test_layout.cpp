@@ -252,7 +252,7 @@ TEST(Layout, CompactStridesAndContiguity) {
   EXPECT_EQ(st[2], 1);
   EXPECT_TRUE(arrayport::is_contiguous(shape, st, 3, true));
   EXPECT_FALSE(arrayport::is_contiguous(shape, st, 3, false));
-  EXPECT_TRUE(arrayport::compact_strides(shape, 3, st, 8));  // in bytes
+  EXPECT_TRUE(arrayport::compact_strides(shape, 3, st, 1, 8));  // in bytes of 8-byte items
   EXPECT_EQ(st[0], 96);
   EXPECT_TRUE(arrayport::is_contiguous(shape, st, 3, true, 8));
   // the strides of a shape past 2^63 elements do not exist; an empty one's are never used
@@ -262,6 +262,14 @@ TEST(Layout, CompactStridesAndContiguity) {
   EXPECT_TRUE(arrayport::compact_strides(empty_huge, 3, st));
   EXPECT_EQ(st[1], 4);
   EXPECT_EQ(st[2], 1);
+  // element strides are bounded by their bytes: 2^62 - 1 elements of 4 bytes do not fit
+  const std::int64_t wide[2] = {2, p62 - 1}, empty_wide[2] = {0, p62 - 1};
+  EXPECT_TRUE(arrayport::compact_strides(wide, 2, st, 1));
+  EXPECT_FALSE(arrayport::compact_strides(wide, 2, st, 4));
+  EXPECT_TRUE(arrayport::compact_strides(empty_wide, 2, st, 4));
+  EXPECT_EQ(st[0], 0);
+  EXPECT_EQ(st[1], 1);
+  EXPECT_TRUE(arrayport::measure_layout(empty_wide, st, 2, 4).ok());
   // extents of 1 take any stride; an empty layout is contiguous in both orders
   const std::int64_t ones[2] = {1, 5}, odd[2] = {max64, 1};
   EXPECT_TRUE(arrayport::is_contiguous(ones, odd, 2, true));

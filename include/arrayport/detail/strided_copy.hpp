@@ -72,7 +72,7 @@ inline copy_layout make_copy_layout(const copy_operand& dst, const copy_operand&
   const auto item = static_cast<std::int64_t>(itemsize);
   // Both sides addressable (layout.hpp): every product below stays inside a checked span.
   std::int64_t compact[ARRAYPORT_MAX_NDIM > 0 ? ARRAYPORT_MAX_NDIM : 1] = {};
-  compact_strides(shape, ndim, compact, item);
+  compact_strides(shape, ndim, compact, 1, item);
   const std::int64_t* dst_strides = dst.strides ? dst.strides : compact;
   const std::int64_t* src_strides = src.strides ? src.strides : compact;
   check_layout("strided copy: dst", shape, dst_strides, ndim, item, stride_unit::bytes);
@@ -258,7 +258,7 @@ inline void copy_on_host(const copy_layout& l) noexcept {
 
 // `l` with one side replaced by a C-contiguous buffer in the layout's own axis order.
 inline copy_layout with_contiguous_side(copy_layout l, bool replace_dst, void* data) noexcept {
-  compact_strides(l.shape, l.ndim, replace_dst ? l.dst_strides : l.src_strides, l.word);
+  compact_strides(l.shape, l.ndim, replace_dst ? l.dst_strides : l.src_strides, 1, l.word);
   if (replace_dst) l.dst = static_cast<char*>(data);
   else l.src = static_cast<const char*>(data);
   return l;

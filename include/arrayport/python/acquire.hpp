@@ -687,12 +687,13 @@ inline std::string shape_string(const std::int64_t* shape, int ndim) {
                     type_name(obj) + ")");
 }
 
-// Compact row-major strides for a producer that gave none; refused when one that is needed does
-// not fit in int64 (the element count does not either) and the array is not empty.
+// Compact row-major strides (in elements) for a producer that gave none; refused when one that
+// is needed does not fit in int64 bytes (nbytes does not either) and the array is not empty.
 inline void require_compact_strides(const constraints& c, PyObject* obj, const std::int64_t* shape,
-                                    int ndim, std::int64_t* strides) {
-  if (!compact_strides(shape, ndim, strides))
-    fail_layout(c, obj, measure_layout(shape, nullptr, ndim, 1), shape, nullptr, ndim, 1);
+                                    int ndim, std::int64_t* strides, std::int64_t itemsize) {
+  if (!compact_strides(shape, ndim, strides, itemsize))
+    fail_layout(c, obj, measure_layout(shape, nullptr, ndim, itemsize), shape, nullptr, ndim,
+                itemsize);
 }
 
 // Shape and strides a producer handed over: an addressable layout (layout.hpp: a rank arrayport
@@ -847,7 +848,10 @@ struct detail_access {
       ext[i] = t.shape[i];
       if (t.strides) ext[t.ndim + i] = t.strides[i];
     }
-    if (!t.strides) detail::require_compact_strides(c, obj, ext, t.ndim, ext + t.ndim);
+    if (!t.strides)
+      detail::require_compact_strides(
+          c, obj, ext, t.ndim, ext + t.ndim,
+          static_cast<std::int64_t>(arrayport::dtype::from_c(t.dtype).itemsize()));
     // In integers: a byte_offset that wraps the address space is an error, not a pointer.
     std::uintptr_t address = 0;
     if (t.data && __builtin_add_overflow(reinterpret_cast<std::uintptr_t>(t.data), t.byte_offset, &address))
@@ -1016,7 +1020,9 @@ struct detail_access {
                                                                 : std::to_string(bytes)) +
                                         " bytes, but the buffer has len " + std::to_string(b.len));
     }
-    if (!b.strides) detail::require_compact_strides(c, obj, ext, b.ndim, ext + b.ndim);
+    if (!b.strides)
+      detail::require_compact_strides(c, obj, ext, b.ndim, ext + b.ndim,
+                                      static_cast<std::int64_t>(b.itemsize));
     arrayport_view_t& v = a.m_view;
     v.data = b.buf;
     v.ndim = b.ndim;
@@ -1311,7 +1317,8 @@ struct detail_access {
         ext[ndim + i] = s / itemsize;
       }
     }
-    if (!given) detail::require_compact_strides(c, obj, ext, static_cast<int>(ndim), ext + ndim);
+    if (!given)
+      detail::require_compact_strides(c, obj, ext, static_cast<int>(ndim), ext + ndim, itemsize);
     arrayport_view_t& v = a.m_view;
     v.data = reinterpret_cast<void*>(static_cast<std::uintptr_t>(ptr));
     v.ndim = static_cast<std::int32_t>(ndim);
@@ -1570,7 +1577,9 @@ inline bool exchange_typed_view(PyObject* obj, arrayport::view<T, Rank, Space>& 
       (Rank > 0 && !t.shape))
     return false;
   index_type shape[n] = {}, strides[n] = {}, compact[n] = {};
-  if (!t.strides && !compact_strides(t.shape, static_cast<int>(Rank), compact)) return false;
+  if (!t.strides && !compact_strides(t.shape, static_cast<int>(Rank), compact,
+                                     static_cast<std::int64_t>(expected.itemsize())))
+    return false;
   std::uintptr_t address = 0;
   if (t.data && __builtin_add_overflow(reinterpret_cast<std::uintptr_t>(t.data), t.byte_offset, &address))
     return false;
@@ -1636,7 +1645,8 @@ inline bool jax_typed_view(PyObject* obj, arrayport::view<T, Rank, Space>& out) 
       std::int64_t compact[n] = {};
       index_type shape_out[n] = {}, strides_out[n] = {};
       if (!read || address < 0 || PyErr_Occurred() ||
-          !compact_strides(extents, static_cast<int>(Rank), compact) ||
+          !compact_strides(extents, static_cast<int>(Rank), compact,
+                           static_cast<std::int64_t>(expected.itemsize())) ||
           !typed_geometry<Rank>(extents, compact, 1, reinterpret_cast<const void*>(address),
                                 expected.itemsize(), shape_out, strides_out) ||
           jax_pageable(reinterpret_cast<const void*>(address)))

@@ -35,7 +35,7 @@ inline PyObject* make_view_array(void* data, arrayport::dtype dt, const std::int
   check_layout("to_array", shape, nullptr, ndim, static_cast<std::int64_t>(dt.itemsize()));
   const arrayport_python_api_t& api = import_api();
   std::int64_t strides[ARRAYPORT_MAX_NDIM];
-  compact_strides(shape, ndim, strides);
+  compact_strides(shape, ndim, strides, static_cast<std::int64_t>(dt.itemsize()));
   arrayport_view_t v{};
   v.version = {ARRAYPORT_C_ABI_VERSION_MAJOR, ARRAYPORT_C_ABI_VERSION_MINOR};
   v.data = data;
