@@ -648,7 +648,9 @@ PyGetSetDef array_getset[] = {
     {"ndim", get_ndim, nullptr, "Number of dimensions.", nullptr},
     {"size", get_size, nullptr, "Number of elements.", nullptr},
     {"itemsize", get_itemsize, nullptr, "Bytes per element.", nullptr},
-    {"nbytes", get_nbytes, nullptr, "size * itemsize.", nullptr},
+    {"nbytes", get_nbytes, nullptr,
+     "size * itemsize, as NumPy's: also for zero or overlapping strides (a broadcast view), where "
+     "the memory spanned is smaller; what copy() allocates.", nullptr},
     {"ptr", get_ptr, nullptr, "Address of the first element, an int (for ctypes and raw APIs).", nullptr},
     {"memory", get_memory, nullptr, "'device', 'managed', 'pinned' or 'host'.", nullptr},
     {"device", get_device, nullptr, "(device type, device id), e.g. ('cuda', 0) or ('cpu', 0).", nullptr},
