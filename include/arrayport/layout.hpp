@@ -63,11 +63,11 @@ inline constexpr std::int64_t int64_max = 0x7fffffffffffffffLL;
 inline constexpr std::int64_t int64_min = -int64_max - 1;
 
 // Overflow-checked int64 arithmetic: true on overflow (then *out is unspecified). GCC and Clang
-// builtins on the host (one instruction and a flag test); a portable form elsewhere (MSVC, device
-// code, where nvcc does not promise the builtins).
+// builtins (one instruction and a flag test); a portable form elsewhere: MSVC, and nvcc, whose
+// front end neither evaluates the builtins in constant expressions nor promises them on device.
 ARRAYPORT_HOST_DEVICE constexpr bool mul_overflow(std::int64_t a, std::int64_t b,
                                                   std::int64_t* out) noexcept {
-#if (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDA_ARCH__)
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDACC__)
   return __builtin_mul_overflow(a, b, out);
 #else
   if (a == 0 || b == 0) {
@@ -88,7 +88,7 @@ ARRAYPORT_HOST_DEVICE constexpr bool mul_overflow(std::int64_t a, std::int64_t b
 
 ARRAYPORT_HOST_DEVICE constexpr bool add_overflow(std::int64_t a, std::int64_t b,
                                                   std::int64_t* out) noexcept {
-#if (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDA_ARCH__)
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDACC__)
   return __builtin_add_overflow(a, b, out);
 #else
   if ((b > 0 && a > int64_max - b) || (b < 0 && a < int64_min - b)) return true;
@@ -99,7 +99,7 @@ ARRAYPORT_HOST_DEVICE constexpr bool add_overflow(std::int64_t a, std::int64_t b
 
 ARRAYPORT_HOST_DEVICE constexpr bool sub_overflow(std::int64_t a, std::int64_t b,
                                                   std::int64_t* out) noexcept {
-#if (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDA_ARCH__)
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDACC__)
   return __builtin_sub_overflow(a, b, out);
 #else
   if ((b < 0 && a > int64_max + b) || (b > 0 && a < int64_min + b)) return true;
