@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import arrayport as ap
-from dlpack_ctypes import Producer
+from dlpack_ctypes import Producer, exchange_type
 
 MAX = 2**63 - 1
 EDGES = [0, 1, 2, 3, 2**31 - 1, 2**31, 2**31 + 1, 2**62 - 1, 2**62, 2**62 + 1, MAX]
@@ -112,11 +112,34 @@ def test_cuda_array_interface_layouts_match_the_reference(shape, strides, itemsi
     check(lambda: CAI(shape, strides, itemsize), shape, strides, itemsize, 1)
 
 
+EXCHANGE = exchange_type()
+
+
+@pytest.mark.parametrize("itemsize", [1, 8, 16])
+@pytest.mark.parametrize("shape, strides", ONE_AXIS + TWO_AXES)
+def test_dlpack_exchange_api_layouts_match_the_reference(shape, strides, itemsize):
+    # PyTorch's path: the C exchange API's owned tensor (view), its borrowed one (an op's operand)
+    def make():
+        return EXCHANGE(shape=tuple(shape) or (1,), ndim=len(shape), data=BASE, device=(1, 0),
+                        strides=None if strides is None else tuple(strides),
+                        dtype=DL_DTYPES[itemsize])
+
+    kept = []
+    check(lambda: kept.append(make()) or kept[-1], shape, strides, itemsize, itemsize)
+    assert (kept[0].p.exported, kept[0].p.deleted) == (1, 1)  # given back once, taken or not
+    want = reference(shape, strides, itemsize, itemsize)
+    if isinstance(want, str):  # refused before any element is read
+        with pytest.raises(ValueError) as info:
+            ap.ops.sum(make())
+        assert str(info.value).startswith("sum: argument 'x': ") and want in str(info.value)
+
+
 def test_the_issue_19_zero_stride_view_past_2_63_bytes_is_refused_by_every_protocol():
     # torch.zeros(1, dtype=torch.float64).expand(2**61): 2^61 elements, 2^64 bytes of nbytes
     message = ("obj: shape (2305843009213693952,) has 2305843009213693952 elements of 8 bytes, "
                "18446744073709551616 bytes in all (nbytes), more than 2^63-1")
-    for make in (lambda: dlpack((2**61,), (0,), 8), lambda: CAI((2**61,), (0,), 8)):
+    for make in (lambda: dlpack((2**61,), (0,), 8), lambda: CAI((2**61,), (0,), 8),
+                 lambda: EXCHANGE(shape=(2**61,), strides=(0,), data=BASE)):
         with pytest.raises(ValueError, match=re.escape(message)):
             ap.view(make())
 
