@@ -188,26 +188,30 @@ ARRAYPORT_HOST_DEVICE constexpr layout_info measure_layout(const std::int64_t* s
     r.hi = r.nbytes;
     return r;
   }
+  // One pass over the axes (this runs on every consume): every stride in bytes, and the bytes
+  // reached below and above the first element; a stride error outranks a span error.
   const std::int64_t scale = unit == stride_unit::elements ? itemsize : 1;
-  std::int64_t bytes = 0;
-  for (int i = 0; i < ndim && scale != 1; ++i)
-    if (detail::mul_overflow(strides[i], scale, &bytes)) {
-      r.status = layout_status::stride_too_large;
-      r.axis = i;
-      return r;
-    }
-  if (r.count == 0) return r;  // an empty layout reaches no byte
   std::int64_t lo = 0, hi = 0;
+  int bad_stride = -1;
+  bool span_overflow = false;
   for (int i = 0; i < ndim; ++i) {
-    std::int64_t reach = 0;
-    if (detail::mul_overflow(shape[i] - 1, strides[i] * scale, &reach) ||
-        detail::add_overflow(reach >= 0 ? hi : lo, reach, reach >= 0 ? &hi : &lo)) {
-      r.status = layout_status::span_too_large;
-      return r;
+    std::int64_t bytes = 0, reach = 0;
+    if (detail::mul_overflow(strides[i], scale, &bytes)) {
+      if (bad_stride < 0) bad_stride = i;
+      continue;
     }
+    span_overflow = span_overflow || detail::mul_overflow(shape[i] - 1, bytes, &reach) ||
+                    detail::add_overflow(reach >= 0 ? hi : lo, reach, reach >= 0 ? &hi : &lo);
   }
+  if (bad_stride >= 0) {
+    r.status = layout_status::stride_too_large;
+    r.axis = bad_stride;
+    return r;
+  }
+  if (count == 0) return r;  // an empty layout reaches no byte
   std::int64_t span = 0;
-  if (detail::add_overflow(hi, itemsize, &hi) || detail::sub_overflow(hi, lo, &span)) {
+  if (span_overflow || detail::add_overflow(hi, itemsize, &hi) ||
+      detail::sub_overflow(hi, lo, &span)) {
     r.status = layout_status::span_too_large;
     return r;
   }
