@@ -144,6 +144,18 @@ def test_the_issue_19_zero_stride_view_past_2_63_bytes_is_refused_by_every_proto
             ap.view(make())
 
 
+def test_the_issue_19_zero_stride_buffer_that_memoryview_sizes_as_0_bytes_is_refused():
+    testbuffer = pytest.importorskip("_testbuffer")
+    x = testbuffer.ndarray([0.0], shape=[2**61], strides=[0], format="d")
+    assert memoryview(x).nbytes == 0  # CPython's own product wraps: the size issue 19 reported
+    with pytest.raises(ValueError, match=re.escape(
+            "obj: shape (2305843009213693952,) has 2305843009213693952 elements of 8 bytes, "
+            "18446744073709551616 bytes in all (nbytes), more than 2^63-1 (from ndarray)")):
+        ap.view(x)
+    with pytest.raises(ValueError, match=re.escape("value: shape (2305843009213693952,) has")):
+        ap.zeros(3)[:] = x  # the copy path's own import of a buffer
+
+
 @given(st.lists(st.tuples(st.one_of(st.integers(0, 5), st.sampled_from(EDGES)),
                           st.one_of(st.integers(-20, 20), st.sampled_from(STRIDES))),
                 min_size=0, max_size=4),
@@ -163,6 +175,24 @@ def test_negative_strides_past_address_zero_are_refused():
     with pytest.raises(ValueError, match=r"past the ends of the address space"):
         ap.view(CAI((3,), (-(2**41),), 8))
     assert ap.view(CAI((3,), (-(2**38),), 8)).strides == (-(2**38),)
+
+
+FORMATS = {1: "B", 2: "h", 4: "f", 8: "d"}
+
+
+@pytest.mark.parametrize("itemsize", [1, 2, 4, 8])
+@pytest.mark.parametrize("shape, strides", [(shape, strides) for shape, strides in ONE_AXIS + TWO_AXES
+                                            if strides is not None and min(strides) >= 0])
+def test_buffer_protocol_layouts_match_the_reference(shape, strides, itemsize):
+    # CPython's own test exporter hands out any shape and strides over one item (its memoryview
+    # then reports nbytes 0 for 2^61 doubles at stride 0: the wrapped size of issue 19).
+    testbuffer = pytest.importorskip("_testbuffer")
+    strides = [s - s % itemsize for s in strides]  # bytes, whole items
+    try:
+        x = testbuffer.ndarray([0], shape=list(shape), strides=strides, format=FORMATS[itemsize])
+    except ValueError:  # "invalid combination of buffer, shape and strides": reaches past its item
+        pytest.skip("_testbuffer cannot export this layout over one item")
+    check(lambda: x, shape, strides, itemsize, 1)
 
 
 @pytest.mark.parametrize("shape", [(2**62,), (2**31, 2**31), (2**31 + 1, 2**31 - 1), (2**62 - 1, 1)])
