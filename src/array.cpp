@@ -109,9 +109,11 @@ PyObject* get_size(PyObject* self, void*) {
 PyObject* get_itemsize(PyObject* self, void*) {
   return PyLong_FromSize_t(itemsize_of(as_array(self)));
 }
+// size * itemsize, as NumPy's: also for a broadcast view, whose memory spans fewer bytes.
 PyObject* get_nbytes(PyObject* self, void*) {
-  array_object* a = as_array(self);
-  return PyLong_FromLongLong(element_count(a->view) * static_cast<std::int64_t>(itemsize_of(a)));
+  return guarded<PyObject*>(nullptr, [&] {
+    return PyLong_FromLongLong(check_layout("nbytes", as_array(self)->view).nbytes);
+  });
 }
 PyObject* get_ptr(PyObject* self, void*) { return PyLong_FromVoidPtr(as_array(self)->view.data); }
 PyObject* get_memory(PyObject* self, void*) {
@@ -271,6 +273,14 @@ int array_getbuffer(PyObject* self, Py_buffer* view, int flags) {
   }
   const int ndim = a->view.ndim;
   const auto itemsize = static_cast<Py_ssize_t>(dt.itemsize());
+  // len is nbytes (size * itemsize), as NumPy's buffers say, also for zero strides.
+  const Py_ssize_t len = guarded<Py_ssize_t>(-1, [&] {
+    return static_cast<Py_ssize_t>(check_layout("buffer", a->view).nbytes);
+  });
+  if (len < 0) {
+    view->obj = nullptr;
+    return -1;
+  }
   // shape and strides in Py_ssize_t bytes, freed in releasebuffer.
   auto* extents = static_cast<Py_ssize_t*>(PyMem_Malloc(sizeof(Py_ssize_t) * (2 * ndim + 1)));
   if (!extents) {
@@ -284,7 +294,7 @@ int array_getbuffer(PyObject* self, Py_buffer* view, int flags) {
   }
   view->buf = a->view.data;
   view->obj = Py_NewRef(self);
-  view->len = static_cast<Py_ssize_t>(element_count(a->view)) * itemsize;
+  view->len = len;
   view->readonly = readonly;
   view->itemsize = itemsize;
   view->format = const_cast<char*>(format);
@@ -481,8 +491,9 @@ PyObject* array_array(PyObject* self, PyObject* args, PyObject* kwargs) {
 }  // namespace
 
 PyObject* make_view(array_object* src, char* data, const std::vector<std::int64_t>& shape,
-                    const std::vector<std::int64_t>& strides, dtype dt) {
+                    const std::vector<std::int64_t>& strides, dtype dt, const char* what) {
   const int ndim = static_cast<int>(shape.size());
+  check_layout(what, shape.data(), strides.data(), ndim, static_cast<std::int64_t>(dt.itemsize()));
   array_object* a = alloc_array(ndim);
   for (int i = 0; i < ndim; ++i) {
     a->extents[i] = shape[static_cast<std::size_t>(i)];
@@ -544,9 +555,9 @@ basic_index resolve_basic_index(array_object* a, PyObject* key) {
     index_error("too many indices for array: array is " + std::to_string(a->view.ndim) +
                 "-dimensional, but " + std::to_string(consumed) + " were indexed");
   const std::int64_t itemsize = static_cast<std::int64_t>(itemsize_of(a));
-  // The first element's offset in bytes, applied once at the end: an empty array may have no data
+  // The first element's index, offset applied once at the end: an empty array may have no data
   // pointer to offset (and its offset is then never used).
-  std::int64_t offset = 0;
+  std::vector<std::int64_t> first(static_cast<std::size_t>(a->view.ndim), 0);
   std::vector<std::int64_t> shape, strides;
   int axis = 0;
   auto keep_axis = [&](int ax) {
@@ -565,14 +576,14 @@ basic_index resolve_basic_index(array_object* a, PyObject* key) {
       if (PySlice_Unpack(item, &start, &stop, &step) < 0) throw nb::python_error();
       const std::int64_t len = PySlice_AdjustIndices(
           static_cast<Py_ssize_t>(a->view.shape[axis]), &start, &stop, step);
-      if (len > 0) offset += start * a->view.strides[axis] * itemsize;
+      if (len > 0) first[static_cast<std::size_t>(axis)] = start;
       shape.push_back(len);
       // stride * step addresses an element only when len > 1; for one element or none a huge
       // step may overflow it (in bytes, as .strides reports it), and any stride is as good:
       // NumPy's product where it fits, else the axis's own.
       std::int64_t stride = 0, bytes = 0;
-      if (__builtin_mul_overflow(a->view.strides[axis], static_cast<std::int64_t>(step), &stride) ||
-          __builtin_mul_overflow(stride, itemsize, &bytes))
+      if (arrayport::detail::mul_overflow(a->view.strides[axis], static_cast<std::int64_t>(step), &stride) ||
+          arrayport::detail::mul_overflow(stride, itemsize, &bytes))
         stride = a->view.strides[axis];
       strides.push_back(stride);
       ++axis;
@@ -586,7 +597,7 @@ basic_index resolve_basic_index(array_object* a, PyObject* key) {
         index_error("index " + std::to_string(i) + " is out of bounds for axis " +
                     std::to_string(axis) + " with size " + std::to_string(size));
       if (i < 0) i += size;
-      offset += i * a->view.strides[axis] * itemsize;
+      first[static_cast<std::size_t>(axis)] = i;
       ++axis;
     } else {
       index_error(std::string("only integers, slices (':'), ellipsis ('...') and None are valid "
@@ -597,6 +608,11 @@ basic_index resolve_basic_index(array_object* a, PyObject* key) {
   while (axis < a->view.ndim) keep_axis(axis++);
   if (shape.size() > ARRAYPORT_MAX_NDIM)
     index_error("the result would have more than " + std::to_string(ARRAYPORT_MAX_NDIM) + " dimensions");
+  // In bounds of an addressable layout (layout.hpp): the offset is inside its span.
+  std::int64_t offset = 0;
+  if (!element_offset(first.data(), a->view.strides, a->view.ndim, offset) ||
+      arrayport::detail::mul_overflow(offset, itemsize, &offset))
+    throw value_error("index: the element's offset does not fit in int64");
   char* data = static_cast<char*>(a->view.data);
   if (data) data += offset;
   return {data, std::move(shape), std::move(strides)};
@@ -609,7 +625,7 @@ PyObject* array_subscript(PyObject* self, PyObject* key) {
   return guarded<PyObject*>(nullptr, [&]() -> PyObject* {
     array_object* a = as_array(self);
     basic_index r = resolve_basic_index(a, key);
-    return make_view(a, r.data, r.shape, r.strides, dtype::from_c(a->view.dtype));
+    return make_view(a, r.data, r.shape, r.strides, dtype::from_c(a->view.dtype), "index");
   });
 }
 
@@ -648,7 +664,8 @@ PyObject* array_transpose(PyObject* self, PyObject* args) {
       shape.push_back(a->view.shape[ax]);
       strides.push_back(a->view.strides[ax]);
     }
-    return make_view(a, static_cast<char*>(a->view.data), shape, strides, dtype::from_c(a->view.dtype));
+    return make_view(a, static_cast<char*>(a->view.data), shape, strides, dtype::from_c(a->view.dtype),
+                     "transpose");
   });
 }
 
@@ -664,7 +681,6 @@ PyObject* array_reshape(PyObject* self, PyObject* args) {
     nb::handle spec = PyTuple_GET_SIZE(args) == 1 ? nb::handle(PyTuple_GET_ITEM(args, 0)) : nb::handle(args);
     std::vector<std::int64_t> shape;
     int infer = -1;
-    std::int64_t known = 1;
     auto add = [&](nb::handle h) {
       std::int64_t e = int_arg(h.ptr(), "reshape", "shape", INT64_MIN, INT64_MAX, "ints that fit int64");
       if (e == -1) {
@@ -672,13 +688,26 @@ PyObject* array_reshape(PyObject* self, PyObject* args) {
         infer = static_cast<int>(shape.size());
       } else if (e < 0) {
         throw value_error("reshape: shape: expected non-negative extents or -1, got " + std::to_string(e));
-      } else {
-        known *= e;
       }
       shape.push_back(e);
     };
     if (!PySequence_Check(spec.ptr()) || PyUnicode_Check(spec.ptr())) add(spec);  // one extent
     else for (nb::handle h : nb::borrow<nb::sequence>(spec)) add(h);
+    const int ndim = static_cast<int>(shape.size());
+    if (ndim > ARRAYPORT_MAX_NDIM)
+      throw value_error("reshape: at most " + std::to_string(ARRAYPORT_MAX_NDIM) + " dimensions");
+    // The product of the given extents (-1 counting as 1), checked: past 2^63-1 no array fits it.
+    std::vector<std::int64_t> given = shape;
+    if (infer >= 0) given[static_cast<std::size_t>(infer)] = 1;
+    std::int64_t known = 0;
+    if (arrayport::element_count(given.data(), ndim, known) != layout_status::ok) {
+      const auto itemsize = static_cast<std::int64_t>(itemsize_of(a));
+      if (infer < 0) check_layout("reshape", shape.data(), nullptr, ndim, itemsize);
+      arrayport::detail::big_uint n(1);
+      for (std::int64_t e : given) n *= static_cast<std::uint64_t>(e);
+      throw value_error("reshape: the extents of shape " + shape_string(shape.data(), shape.size()) +
+                        " other than -1 have " + n.str() + " elements, more than 2^63-1");
+    }
     const std::int64_t size = element_count(a->view);
     if (infer >= 0) {
       if (known == 0 || size % known != 0)
@@ -688,18 +717,13 @@ PyObject* array_reshape(PyObject* self, PyObject* args) {
       throw value_error("reshape: cannot reshape an array of size " + std::to_string(size) +
                         " into a shape of size " + std::to_string(known));
     }
-    if (shape.size() > ARRAYPORT_MAX_NDIM)
-      throw value_error("reshape: at most " + std::to_string(ARRAYPORT_MAX_NDIM) + " dimensions");
     if (!is_c_contiguous(a->view))
       throw value_error("reshape: only C-contiguous arrays can be reshaped without a copy; this one "
                         "is not (copy it first)");
     std::vector<std::int64_t> strides(shape.size());
-    std::int64_t stride = 1;
-    for (std::size_t i = shape.size(); i-- > 0;) {
-      strides[i] = stride;
-      stride *= shape[i];
-    }
-    return make_view(a, static_cast<char*>(a->view.data), shape, strides, dtype::from_c(a->view.dtype));
+    compact_strides(shape.data(), ndim, strides.data(), static_cast<std::int64_t>(itemsize_of(a)));
+    return make_view(a, static_cast<char*>(a->view.data), shape, strides, dtype::from_c(a->view.dtype),
+                     "reshape");
   });
 }
 
@@ -745,7 +769,7 @@ PyObject* array_view(PyObject* self, PyObject* args, PyObject* kwargs) {
         strides[i] = strides[i] * old_size / new_size;
       }
     }
-    return make_view(a, static_cast<char*>(a->view.data), shape, strides, to);
+    return make_view(a, static_cast<char*>(a->view.data), shape, strides, to, "view");
   });
 }
 
@@ -802,7 +826,9 @@ PyGetSetDef array_getset[] = {
     {"ndim", get_ndim, nullptr, "Number of dimensions.", nullptr},
     {"size", get_size, nullptr, "Number of elements.", nullptr},
     {"itemsize", get_itemsize, nullptr, "Bytes per element.", nullptr},
-    {"nbytes", get_nbytes, nullptr, "size * itemsize.", nullptr},
+    {"nbytes", get_nbytes, nullptr,
+     "size * itemsize, as NumPy's: also for zero or overlapping strides (a broadcast view), where "
+     "the memory spanned is smaller; what copy() allocates.", nullptr},
     {"ptr", get_ptr, nullptr, "Address of the first element, an int (for ctypes and raw APIs).", nullptr},
     {"memory", get_memory, nullptr, "'device', 'managed', 'pinned' or 'host'.", nullptr},
     {"device", get_device, nullptr, "(device type, device id), e.g. ('cuda', 0) or ('cpu', 0).", nullptr},
@@ -949,20 +975,12 @@ creation_args parse_creation(nb::handle shape, nb::handle dt, nb::handle memory,
 }
 
 nb::object create(const creation_args& c, nb::handle stream_obj, const char* what) {
-  const dtype dt = c.dt;
-  const std::int64_t limit = std::numeric_limits<std::int64_t>::max() / static_cast<std::int64_t>(dt.itemsize());
-  std::int64_t n = 1;
-  for (std::int64_t e : c.shape) {
-    if (e != 0 && n > limit / e)
-      throw value_error(std::string(what) + ": shape: " + std::to_string(c.shape.size()) +
-                        "-dimensional shape of " + std::string(dt.name()) +
-                        " overflows the addressable size");
-    n *= e;
-  }
+  const std::int64_t nbytes = check_layout(what, c.shape.data(), nullptr, static_cast<int>(c.shape.size()),
+                                           static_cast<std::int64_t>(c.dt.itemsize())).nbytes;
   const int device = c.device.value_or(-1);
   const stream_handle ordered_on = array_stream(c.kind, device, c.stream, stream_obj, what);
-  buffer storage(static_cast<std::size_t>(n) * dt.itemsize(), c.kind, device, ordered_on);
-  return make_owned_array(std::move(storage), dt, c.shape,
+  buffer storage(static_cast<std::size_t>(nbytes), c.kind, device, ordered_on);
+  return make_owned_array(std::move(storage), c.dt, c.shape,
                           ordered_on == c.stream ? stream_owner(stream_obj) : nb::handle());
 }
 
@@ -991,6 +1009,13 @@ array_object* require_array(nb::handle h, const char* what) {
 
 nb::object make_owned_array(buffer&& storage, dtype dt, const std::int64_t* shape, int ndim,
                             nb::handle stream_owner) {
+  // The one allocation an Array owns holds all its nbytes: callers size it from the same check.
+  const std::int64_t nbytes =
+      check_layout("Array", shape, nullptr, ndim, static_cast<std::int64_t>(dt.itemsize())).nbytes;
+  if (storage.size() < static_cast<std::size_t>(nbytes))
+    throw value_error("Array: shape " + shape_string(shape, static_cast<std::size_t>(ndim)) + " of " +
+                      std::string(dt.name()) + " needs " + std::to_string(nbytes) +
+                      " bytes, but its buffer has " + std::to_string(storage.size()));
   auto* owned = new buffer(std::move(storage));
   array_object* a = nullptr;
   try {
@@ -1001,12 +1026,8 @@ nb::object make_owned_array(buffer&& storage, dtype dt, const std::int64_t* shap
   }
   a->owned = owned;
   a->stream_owner = Py_XNewRef(stream_owner.ptr());
-  std::int64_t stride = 1;
-  for (int i = ndim - 1; i >= 0; --i) {
-    a->extents[i] = shape[i];
-    a->extents[ndim + i] = stride;
-    stride *= shape[i];
-  }
+  for (int i = 0; i < ndim; ++i) a->extents[i] = shape[i];
+  compact_strides(shape, ndim, a->extents + ndim, static_cast<std::int64_t>(dt.itemsize()));
   a->view.data = owned->data();
   a->view.dtype = dt.to_c();
   a->view.memory_kind = static_cast<std::uint32_t>(owned->kind());
@@ -1027,6 +1048,13 @@ PyObject* array_from_view(const arrayport_view_t* view, PyObject* owner) noexcep
                        arrayport::detail::describe(dtype::from_c(view->dtype)));
     if (view->memory_kind > ARRAYPORT_MEMORY_MANAGED)
       throw value_error("array_from_view: unknown memory kind " + std::to_string(view->memory_kind));
+    if (view->ndim > 0 && (!view->shape || !view->strides))
+      throw value_error("array_from_view: shape and strides must not be NULL for " +
+                        std::to_string(view->ndim) + " dimensions");
+    const layout_info l = check_layout("array_from_view", *view);
+    if (l.count > 0 && !view->data)
+      throw value_error("array_from_view: data is NULL but the view has " + std::to_string(l.count) +
+                        " elements");
     array_object* a = alloc_array(view->ndim);
     for (int i = 0; i < view->ndim; ++i) {
       a->extents[i] = view->shape[i];
@@ -1115,7 +1143,7 @@ void register_array(nb::module_& m) {
           nb::object v = nb::steal(make_view(a, static_cast<char*>(a->view.data),
                                              std::vector<std::int64_t>(a->view.shape, a->view.shape + a->view.ndim),
                                              std::vector<std::int64_t>(a->view.strides, a->view.strides + a->view.ndim),
-                                             dtype::from_c(a->view.dtype)));
+                                             dtype::from_c(a->view.dtype), "_readonly_view"));
           as_array(v.ptr())->view.flags |= ARRAYPORT_VIEW_READONLY;
           return v;
         }, "a"_a, "A read-only view of a (for tests of read-only arrays).");

@@ -46,21 +46,23 @@ struct operand {
   bool readonly = false;
 
   int ndim() const noexcept { return static_cast<int>(shape.size()); }
-  std::int64_t size() const noexcept {
-    std::int64_t n = 1;
-    for (std::int64_t e : shape) n *= e;
-    return n;
+  std::int64_t size() const { return packed(dt, "copy").count; }
+  /// The count and the bytes a packed copy as `as` needs: count * itemsize (layout.hpp, checked),
+  /// never the span (a broadcast operand spans fewer). A value_error naming `what` past int64.
+  layout_info packed(dtype as, const char* what) const {
+    return check_layout(what, shape.data(), nullptr, ndim(), static_cast<std::int64_t>(as.itemsize()));
+  }
+  std::size_t packed_bytes(dtype as, const char* what) const {
+    return static_cast<std::size_t>(packed(as, what).nbytes);
   }
   ::arrayport::detail::copy_operand side() const noexcept { return {data, strides.data(), kind, device}; }
 };
 
+// C-order byte strides (layout.hpp; an operand's nbytes was checked, or it is empty).
 std::vector<std::int64_t> c_strides(const std::vector<std::int64_t>& shape, std::size_t itemsize) {
   std::vector<std::int64_t> strides(shape.size());
-  auto stride = static_cast<std::int64_t>(itemsize);
-  for (std::size_t i = shape.size(); i-- > 0;) {
-    strides[i] = stride;
-    stride *= shape[i];
-  }
+  compact_strides(shape.data(), static_cast<int>(shape.size()), strides.data(), 1,
+                  static_cast<std::int64_t>(itemsize));
   return strides;
 }
 
@@ -114,9 +116,21 @@ class held_buffer {
       throw value_error(std::string(what) + ": " + e.what());
     }
     op.data = static_cast<char*>(m_view.buf);
+    if (m_view.ndim < 0 || m_view.ndim > ARRAYPORT_MAX_NDIM || (m_view.ndim > 0 && !m_view.shape))
+      throw value_error(std::string(what) + ": expected a buffer of 0 to " +
+                        std::to_string(ARRAYPORT_MAX_NDIM) + " dimensions with a shape, got " +
+                        std::to_string(m_view.ndim) + (m_view.shape ? "" : " without one"));
     op.shape.assign(m_view.shape, m_view.shape + m_view.ndim);
     if (m_view.strides) op.strides.assign(m_view.strides, m_view.strides + m_view.ndim);
-    else op.strides = c_strides(op.shape, op.dt.itemsize());
+    // A foreign exporter's layout is checked like any other import (layout.hpp).
+    const layout_info l = check_layout(what, op.shape.data(), m_view.strides ? op.strides.data() : nullptr,
+                                       m_view.ndim, static_cast<std::int64_t>(op.dt.itemsize()),
+                                       stride_unit::bytes);
+    if (l.count > 0 && (!m_view.buf || !fits_address_space(m_view.buf, l)))
+      throw value_error(std::string(what) + ": the buffer's shape " +
+                        shape_string(op.shape.data(), op.shape.size()) +
+                        " and strides reach outside the address space");
+    if (!m_view.strides) op.strides = c_strides(op.shape, op.dt.itemsize());
     // Registered or pinned host memory (and managed memory) is read by the GPU asynchronously.
     const runtime::pointer_info info = runtime::query_pointer(m_view.buf);
     op.kind = info.kind;
@@ -154,8 +168,7 @@ int copy_device(const operand& dst, const operand& src, stream_handle stream) {
 // `stream` (of `device`) is then ordered after.
 void copy_staged_between_devices(const operand& dst, const operand& src, stream_handle stream, int device,
                                  const char* what) {
-  const std::size_t bytes = static_cast<std::size_t>(src.size()) * src.dt.itemsize();
-  buffer host(bytes, memory_kind::pinned, -1, nullptr);
+  buffer host(src.packed_bytes(src.dt, what), memory_kind::pinned, -1, nullptr);
   operand packed = src;
   packed.data = static_cast<char*>(host.data());
   packed.strides = c_strides(src.shape, src.dt.itemsize());
@@ -233,7 +246,7 @@ bool overlaps(const operand& a, const operand& b) {
 // A C-contiguous copy of `src` in a temporary of the same memory kind, kept alive by `storage`,
 // which releases it in order on `stream`.
 operand staged(const operand& src, stream_handle stream, buffer& storage, const char* what) {
-  storage = buffer(static_cast<std::size_t>(src.size()) * src.dt.itemsize(), src.kind, src.device, stream);
+  storage = buffer(src.packed_bytes(src.dt, what), src.kind, src.device, stream);
   operand t = src;
   t.data = static_cast<char*>(storage.data());
   t.strides = c_strides(src.shape, src.dt.itemsize());
@@ -355,13 +368,8 @@ void fill_operand(const operand& dst, const unsigned char* element, stream_handl
 }
 
 bool is_c_contiguous(const operand& op) {
-  auto expected = static_cast<std::int64_t>(op.dt.itemsize());
-  for (std::size_t i = op.shape.size(); i-- > 0;) {
-    if (op.shape[i] == 0) return true;
-    if (op.shape[i] != 1 && op.strides[i] != expected) return false;  // extents of 1: any stride
-    expected *= op.shape[i];
-  }
-  return true;
+  return is_contiguous(op.shape.data(), op.strides.data(), op.ndim(), true,
+                       static_cast<std::int64_t>(op.dt.itemsize()));
 }
 
 // dst[...] = value: a Python number, an arrayport Array, a buffer exporter (NumPy), an array that
@@ -443,7 +451,7 @@ void assign(const operand& dst, PyObject* value, stream_handle stream, const cha
 nb::object copy_to_new(PyObject* src_obj, const operand& src, dtype dt, memory_kind kind, int device,
                        stream_handle stream, nb::handle stream_obj, const char* what) {
   runtime::require_reachable(src.kind, what, "the source");  // before allocating
-  const std::size_t bytes = static_cast<std::size_t>(src.size()) * dt.itemsize();
+  const std::size_t bytes = src.packed_bytes(dt, what);  // count * itemsize of the new dtype
   // The copy runs on `stream`; the new Array is ordered on a stream of its own device (`stream`
   // itself, or that device's default stream, which copy_ordered orders after the copy).
   const stream_handle ordered_on = array_stream(kind, device, stream, nb::none(), what);
@@ -681,8 +689,8 @@ std::vector<unsigned char> leading_elements(array_object* a, std::int64_t count)
   gil_release release;
   if (is_host_accessible(kind)) runtime::stream_synchronize(a->view.stream, array_device(a));
   for (std::int64_t i = 0; i < count; ++i) {
-    std::int64_t offset = 0;
-    for (int k = 0; k < ndim; ++k) offset += index[static_cast<std::size_t>(k)] * a->view.strides[k];
+    std::int64_t offset = 0;  // in bounds of the Array's checked layout: cannot overflow
+    element_offset(index.data(), a->view.strides, ndim, offset);
     const char* element = static_cast<const char*>(a->view.data) + offset * static_cast<std::int64_t>(itemsize);
     unsigned char* out = head.data() + static_cast<std::size_t>(i) * itemsize;
     if (is_host_accessible(kind)) std::memcpy(out, element, itemsize);

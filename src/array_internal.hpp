@@ -6,6 +6,7 @@
 #include "arguments.hpp"
 
 #include <arrayport/dtype.hpp>
+#include <arrayport/layout.hpp>
 #include <arrayport/memory_kind.hpp>
 
 #include <nanobind/nanobind.h>
@@ -25,38 +26,17 @@ inline std::size_t itemsize_of(const array_object* a) {
   return dtype::from_c(a->view.dtype).itemsize();
 }
 
+// An Array's layout was checked (layout.hpp) when the Array was made: these never fail on one.
 inline std::int64_t element_count(const arrayport_view_t& v) noexcept {
-  std::int64_t n = 1;
-  for (int i = 0; i < v.ndim; ++i) n *= v.shape[i];
-  return n;
-}
-
-// An empty array is contiguous in every order, whatever its strides (NumPy's flags agree): a
-// zero extent on any axis, not only on the ones scanned first.
-inline bool has_zero_extent(const arrayport_view_t& v) noexcept {
-  for (int i = 0; i < v.ndim; ++i)
-    if (v.shape[i] == 0) return true;
-  return false;
+  return element_count_or_minus_one(v.shape, v.ndim);
 }
 
 inline bool is_c_contiguous(const arrayport_view_t& v) noexcept {
-  if (has_zero_extent(v)) return true;
-  std::int64_t expected = 1;
-  for (int i = v.ndim - 1; i >= 0; --i) {
-    if (v.shape[i] != 1 && v.strides[i] != expected) return false;
-    expected *= v.shape[i];
-  }
-  return true;
+  return is_contiguous(v.shape, v.strides, v.ndim, true);
 }
 
 inline bool is_f_contiguous(const arrayport_view_t& v) noexcept {
-  if (has_zero_extent(v)) return true;
-  std::int64_t expected = 1;
-  for (int i = 0; i < v.ndim; ++i) {
-    if (v.shape[i] != 1 && v.strides[i] != expected) return false;
-    expected *= v.shape[i];
-  }
-  return true;
+  return is_contiguous(v.shape, v.strides, v.ndim, false);
 }
 
 /// The CUDA device of an Array's device or managed memory, whose default stream a default-stream
@@ -84,9 +64,10 @@ struct basic_index {
 basic_index resolve_basic_index(array_object* a, PyObject* key);
 
 /// A new Array viewing `src`'s memory with another layout and dtype (strides in elements of
-/// `dt`); it keeps the root owner alive. New reference.
+/// `dt`); it keeps the root owner alive. New reference. A layout that is not addressable
+/// (layout.hpp) is a value_error naming `what`.
 PyObject* make_view(array_object* src, char* data, const std::vector<std::int64_t>& shape,
-                    const std::vector<std::int64_t>& strides, dtype dt);
+                    const std::vector<std::int64_t>& strides, dtype dt, const char* what);
 
 /// The stream a new Array of `kind` on `device` (-1: the current device) is ordered on: `stream`
 /// (parsed from `stream_obj`) when it belongs to that device, else the device's default stream

@@ -182,17 +182,12 @@ nb::object register_host(nb::handle obj) {
     throw value_error("register: expected pageable host memory, got " +
                       std::string(to_string(kind)) + " memory");
   }
-  // The bytes the view spans (strides may be negative); an empty view locks nothing.
-  const auto item = static_cast<std::int64_t>(dtype::from_c(v.dtype).itemsize());
-  auto lo = reinterpret_cast<std::intptr_t>(v.data), hi = lo;
-  bool empty = false;
-  for (int d = 0; d < v.ndim; ++d) {
-    if (v.shape[d] == 0) empty = true;
-    else (v.strides[d] > 0 ? hi : lo) += static_cast<std::intptr_t>((v.shape[d] - 1) * v.strides[d] * item);
-  }
-  if (!empty) {
+  // The bytes the view spans (strides may be negative; layout.hpp); an empty view locks nothing.
+  const layout_info span = check_layout("register: obj", v);
+  const auto lo = reinterpret_cast<std::uintptr_t>(v.data) + static_cast<std::uintptr_t>(span.lo);
+  if (span.count > 0) {
     try {
-      runtime::host_register(reinterpret_cast<void*>(lo), static_cast<std::size_t>(hi - lo + item));
+      runtime::host_register(reinterpret_cast<void*>(lo), static_cast<std::size_t>(span.span()));
     } catch (const cuda_error& e) {
       if (e.status_name() == "cudaErrorHostMemoryAlreadyRegistered")
         throw value_error("register: these pages are already page-locked by another registration "

@@ -8,6 +8,7 @@
 #include <arrayport/config.hpp>
 #include <arrayport/dtype.hpp>
 #include <arrayport/error.hpp>
+#include <arrayport/layout.hpp>
 #include <arrayport/memory_kind.hpp>
 
 #include <cstddef>
@@ -59,15 +60,13 @@ class view {
 
   view() = default;
 
-  /// A C-contiguous view of `data` with the given extents.
+  /// A C-contiguous view of `data` with the given extents. The constructors trust the extents
+  /// and strides they are given (check foreign ones with check_layout, as strided_view::as does).
   ARRAYPORT_HOST_DEVICE view(T* data, const index_type (&shape)[Rank > 0 ? Rank : 1]) noexcept
       : m_data(data) {
-    index_type stride = 1;
-    for (std::size_t r = Rank; r-- > 0;) {
-      m_ext.shape[r] = shape[r];
-      m_ext.strides[r] = stride;
-      stride *= shape[r];
-    }
+    for (std::size_t r = 0; r != Rank; ++r) m_ext.shape[r] = shape[r];
+    (void)compact_strides(m_ext.shape, static_cast<int>(Rank), m_ext.strides,
+                          static_cast<index_type>(sizeof(T)));
   }
 
   /// A view with explicit strides (in elements, may be negative or zero).
@@ -109,22 +108,17 @@ class view {
   ARRAYPORT_HOST_DEVICE const index_type* shape() const noexcept { return m_ext.shape; }
   ARRAYPORT_HOST_DEVICE const index_type* strides() const noexcept { return m_ext.strides; }
 
-  /// Number of elements (1 for rank 0).
+  /// Number of elements (1 for rank 0); -1 for extents that hold none as an int64 (negative, or
+  /// 2^63 elements or more), which a view made through acquire() or strided_view::as() never has.
   ARRAYPORT_HOST_DEVICE index_type size() const noexcept {
-    index_type n = 1;
-    for (std::size_t r = 0; r != Rank; ++r) n *= m_ext.shape[r];
-    return n;
+    return element_count_or_minus_one(m_ext.shape, static_cast<int>(Rank));
   }
   ARRAYPORT_HOST_DEVICE bool empty() const noexcept { return size() == 0; }
 
-  /// C-order contiguity (extents of 1 may have any stride, as in NumPy).
+  /// C-order contiguity (extents of 1 may have any stride, and an empty view is contiguous, as
+  /// in NumPy).
   ARRAYPORT_HOST_DEVICE bool is_contiguous() const noexcept {
-    index_type expected = 1;
-    for (std::size_t r = Rank; r-- > 0;) {
-      if (m_ext.shape[r] != 1 && m_ext.strides[r] != expected) return false;
-      expected *= m_ext.shape[r];
-    }
-    return true;
+    return arrayport::is_contiguous(m_ext.shape, m_ext.strides, static_cast<int>(Rank), true);
   }
 
   /// Element at the given indices; no bounds check (this runs in kernels).
@@ -175,15 +169,12 @@ class strided_view {
   void* owner() const noexcept { return m_view.owner; }
   stream_handle stream() const noexcept { return m_view.stream; }
 
-  std::int64_t size() const noexcept {
-    std::int64_t n = 1;
-    for (int r = 0; r < m_view.ndim; ++r) n *= m_view.shape[r];
-    return n;
-  }
+  /// Number of elements; -1 for extents that hold none as an int64 (see view::size()).
+  std::int64_t size() const noexcept { return element_count_or_minus_one(m_view.shape, m_view.ndim); }
 
-  /// The typed view, after checking dtype (type_error), rank (type_error), memory space
-  /// (value_error) and writability for non-const T (buffer_error). `what` names the argument in
-  /// the messages.
+  /// The typed view, after checking dtype (type_error), rank (type_error), an addressable layout
+  /// (value_error, see layout.hpp), memory space (value_error) and writability for non-const T
+  /// (buffer_error). `what` names the argument in the messages.
   template <class T, std::size_t Rank, class Space = any_space>
   view<T, Rank, Space> as(const char* what = "array") const {
     using U = std::remove_cv_t<T>;
@@ -194,6 +185,7 @@ class strided_view {
     if (m_view.ndim != static_cast<int>(Rank))
       throw type_error(std::string(what) + ": expected " + std::to_string(Rank) +
                        "-dimensional array, got " + std::to_string(m_view.ndim) + " dimensions");
+    check_layout(what, m_view);
     if (!Space::accepts(kind()))
       throw value_error(std::string(what) + ": expected memory reachable from the " + Space::name +
                         ", got " + std::string(to_string(kind())) + " memory");

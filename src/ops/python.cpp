@@ -173,13 +173,7 @@ bool same_elements(const strided_view& in, const strided_view& out) {
 }
 
 bool c_contiguous(const strided_view& v) {
-  std::int64_t expected = 1;
-  for (int d = v.ndim(); d-- > 0;) {
-    if (v.extent(d) == 0) return true;
-    if (v.extent(d) != 1 && v.stride(d) != expected) return false;
-    expected *= v.extent(d);
-  }
-  return true;
+  return is_contiguous(v.c_view().shape, v.c_view().strides, v.ndim(), true);
 }
 
 // astype's dtype=, read as arrayport.empty reads it, with messages that name the function.
@@ -207,22 +201,15 @@ struct output_holder {
 // zero-stride inputs): its size is checked before anything is computed from it.
 void allocate_output(output_holder& h, const char* op_name, dtype dt, const std::int64_t* shape,
                      int nd, const ops::placement& where) {
-  const std::int64_t limit =
-      std::numeric_limits<std::int64_t>::max() / static_cast<std::int64_t>(dt.itemsize());
-  std::int64_t n = 1;
-  for (int i = nd - 1; i >= 0; --i) {
-    const std::int64_t e = std::max<std::int64_t>(shape[i], 1);  // 0: strides still
-    if (n > limit / e)
-      throw value_error(std::string(op_name) + ": the result would have shape " +
-                        shape_str(shape, nd) + " of " + std::string(dt.name()) +
-                        ", 2^63 bytes or more");
-    h.extents[i] = shape[i];
-    h.extents[nd + i] = n;
-    n *= e;
-  }
-  for (int i = 0; i < nd; ++i)
-    if (shape[i] == 0) n = 0;
-  const std::size_t bytes = static_cast<std::size_t>(n) * dt.itemsize();
+  // nbytes (layout.hpp): count * itemsize, checked.
+  const layout_info l = measure_layout(shape, nullptr, nd, static_cast<std::int64_t>(dt.itemsize()));
+  if (!l.ok())
+    throw value_error(std::string(op_name) + ": the result would have shape " +
+                      shape_str(shape, nd) + " of " + std::string(dt.name()) +
+                      ", 2^63 bytes or more");
+  for (int i = 0; i < nd; ++i) h.extents[i] = shape[i];
+  compact_strides(shape, nd, h.extents + nd, static_cast<std::int64_t>(dt.itemsize()));
+  const auto bytes = static_cast<std::size_t>(l.nbytes);
   try {
     h.storage = buffer(bytes, where.out_kind, where.device, current_stream().handle);
   } catch (const std::bad_alloc&) {  // host memory; device memory throws out_of_memory

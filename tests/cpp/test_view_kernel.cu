@@ -1,5 +1,6 @@
 // One test body, run on the host and in a <<<1,1>>> kernel: a view indexes the same on both sides.
 #include <arrayport/buffer.hpp>
+#include <arrayport/layout.hpp>
 #include <arrayport/runtime.hpp>
 #include <arrayport/view.hpp>
 
@@ -26,7 +27,47 @@ ARRAYPORT_HOST_DEVICE int view_body(float* data) {
 
 __global__ void view_kernel(float* data, int* errors) { *errors = view_body(data); }
 
+// layout.hpp's arithmetic (the portable overflow helpers on the device) agrees on both sides.
+ARRAYPORT_HOST_DEVICE int layout_body() {
+  using arrayport::layout_status;
+  int errors = 0;
+  const std::int64_t p62 = std::int64_t(1) << 62, max64 = 0x7fffffffffffffffLL;
+  const std::int64_t shape[2] = {3, 4}, strides[2] = {-4, 1};
+  const arrayport::layout_info l = arrayport::measure_layout(shape, strides, 2, 8);
+  errors += !(l.ok() && l.count == 12 && l.nbytes == 96 && l.lo == -64 && l.hi == 32);
+  const std::int64_t issue19[2] = {p62 + 1, 4};  // reshape(2**62 + 1, 4)
+  errors += arrayport::measure_layout(issue19, nullptr, 2, 8).status != layout_status::too_many_elements;
+  errors += arrayport::element_count_or_minus_one(issue19, 2) != -1;
+  const std::int64_t broadcast = p62 / 2, zero = 0;  // 2^61 float64 at stride 0: 2^64 bytes
+  errors += arrayport::measure_layout(&broadcast, &zero, 1, 8).status != layout_status::too_many_bytes;
+  const std::int64_t three = 3, wide = p62;
+  errors += arrayport::measure_layout(&three, &wide, 1, 1, arrayport::stride_unit::bytes).status !=
+            layout_status::span_too_large;
+  errors += arrayport::measure_layout(&three, &wide, 1, 8).status != layout_status::stride_too_large;
+  const std::int64_t top[2] = {max64, 1};
+  errors += arrayport::measure_layout(top, nullptr, 2, 1).nbytes != max64;
+  std::int64_t compact[2] = {};
+  errors += !arrayport::compact_strides(shape, 2, compact, 8) || compact[0] != 4 || compact[1] != 1;
+  arrayport::view<float, 2> v(nullptr, {2, 3});
+  errors += v.size() != 6 || !v.is_contiguous();
+  return errors;
+}
+
+__global__ void layout_kernel(int* errors) { *errors = layout_body(); }
+
 }  // namespace
+
+TEST(LayoutOnDevice, HostBodyPasses) { EXPECT_EQ(layout_body(), 0); }
+
+TEST(LayoutOnDevice, KernelBodyPasses) {
+  ARRAYPORT_SKIP_WITHOUT_GPU();
+  arrayport::buffer errors(sizeof(int), arrayport::memory_kind::managed);
+  *static_cast<int*>(errors.data()) = -1;
+  layout_kernel<<<1, 1>>>(static_cast<int*>(errors.data()));
+  ARRAYPORT_CUDA_CHECK(cudaGetLastError());
+  ARRAYPORT_CUDA_CHECK(cudaDeviceSynchronize());
+  EXPECT_EQ(*static_cast<int*>(errors.data()), 0);
+}
 
 TEST(ViewOnDevice, HostBodyPasses) {
   float data[12] = {};

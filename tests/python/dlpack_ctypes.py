@@ -197,3 +197,76 @@ def fake_jax_address():
         a = ap.empty((4,), "float32", memory="device")
         return a.ptr, a
     return 0x40000, None
+
+
+# ---- the DLPack C exchange API (DLPack 1.2: a type attribute holding the table's address) --------
+
+class _ExchangeHeader(ctypes.Structure):
+    _fields_ = [("version", DLPackVersion), ("prev_api", ctypes.c_void_p)]
+
+
+_FROM_PY = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p,
+                            ctypes.POINTER(ctypes.POINTER(DLManagedTensorVersioned)))
+_DLTENSOR_FROM_PY = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(DLTensor))
+_WORK_STREAM = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_int32,
+                                ctypes.POINTER(ctypes.c_void_p))
+
+
+class _ExchangeAPI(ctypes.Structure):
+    _fields_ = [("header", _ExchangeHeader), ("managed_tensor_allocator", ctypes.c_void_p),
+                ("managed_tensor_from_py_object_no_sync", _FROM_PY),
+                ("managed_tensor_to_py_object_no_sync", ctypes.c_void_p),
+                ("dltensor_from_py_object_no_sync", _DLTENSOR_FROM_PY),
+                ("current_work_stream", _WORK_STREAM)]
+
+
+def exchange_type():
+    """A fresh type (a fresh cache entry) offering only the DLPack C exchange API, as PyTorch's
+    tensors do: instances take Producer's arguments, and the API hands out each one's tensor
+    (owned, with a counted deleter, or borrowed for a call)."""
+
+    def producer(obj_ptr):
+        return ctypes.cast(obj_ptr, ctypes.py_object).value.p
+
+    @_FROM_PY
+    def from_py(obj_ptr, out):
+        p = producer(obj_ptr)
+        m = DLManagedTensorVersioned()
+        m.version = DLPackVersion(*p.version)
+        m.flags = 1 if p.readonly else 0
+        m.dl_tensor = p._tensor()
+
+        deletions = p.deletions
+
+        @_DELETER_V
+        def deleter(_ptr):
+            deletions[0] += 1
+
+        m.deleter = deleter
+        _KEEP_ALIVE.append((m, deleter))
+        p.exported += 1
+        out[0] = ctypes.pointer(m)
+        return 0
+
+    @_DLTENSOR_FROM_PY
+    def dltensor_from_py(obj_ptr, out):
+        out[0] = producer(obj_ptr)._tensor()  # borrowed: the producer keeps shape and strides
+        return 0
+
+    @_WORK_STREAM
+    def work_stream(_device_type, _device_id, out):
+        out[0] = None
+        return 0
+
+    api = _ExchangeAPI()
+    api.header.version = DLPackVersion(1, 2)
+    api.managed_tensor_from_py_object_no_sync = from_py
+    api.dltensor_from_py_object_no_sync = dltensor_from_py
+    api.current_work_stream = work_stream
+
+    def __init__(self, **kw):
+        self.p = Producer(**kw)
+
+    return type("ExchangeProducer", (), {
+        "__init__": __init__, "__c_dlpack_exchange_api__": ctypes.addressof(api),
+        "_keep": (api, from_py, dltensor_from_py, work_stream)})

@@ -13,7 +13,7 @@ import pytest
 
 import arrayport as ap
 from conftest import REPO, cmake_build, example_requirements, needs_gpu
-from dlpack_ctypes import fake_jax_address, fake_jax_type
+from dlpack_ctypes import exchange_type, fake_jax_address, fake_jax_type
 
 TYPED = {  # name: (dtype, rank, writable, space)
     "f32_1d": ("float32", 1, True, "any"),
@@ -71,7 +71,20 @@ def inputs():
         "Array read-only": ap.view(ro),
         "Array f64 3d": ap.zeros((2, 2, 2), "float64"),
         "Array i64 0d": ap.asarray(np.array(3, dtype=np.int64)),
+        # layouts at the int64 limits (layout.hpp): NumPy broadcasts up to 2^62 bytes, and the
+        # exchange API (the typed path's borrowed tensor) at a fake address, which nothing reads
+        "f32 broadcast 2^61 - 1": np.broadcast_to(np.float32(1), (2**61 - 1,)),
+        "f32 2d broadcast 2^31 x 2^29": np.broadcast_to(np.float32(1), (2**31, 2**29)),
     }
+    exchange = exchange_type()
+    for label, shape, strides in [("2^61 - 1 stride 0", (2**61 - 1,), (0,)),
+                                  ("2^61 stride 0 (2^63 bytes)", (2**61,), (0,)),
+                                  ("2^31 x 2^31 stride 0", (2**31, 2**31), (0, 0)),
+                                  ("stride of 2^64 bytes", (3,), (2**62,)),
+                                  ("2^62 + 1 x 4", (2**62 + 1, 4), None),
+                                  ("empty 0 x 2^62 - 1", (0, 2**62 - 1), None)]:
+        out[f"f32 exchange {label}"] = exchange(shape=shape, strides=strides, dtype=(2, 32, 1),
+                                                data=2**40)
     return out
 
 

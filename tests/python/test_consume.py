@@ -280,7 +280,8 @@ def test_dlpack_legacy_producer_is_asked_for_max_version_once():
     ({"shape": (2, -3)}, ValueError, r"non-negative extents"),
     ({"data": 0}, ValueError, r"NULL but the array has elements"),
     ({"ndim": 65, "shape": (1,) * 65}, ValueError, r"at most 64 dimensions, got 65"),
-    ({"shape": (2**62, 4), "strides": (2**62, 1)}, ValueError, r"more than 2\^63 bytes"),
+    ({"shape": (2**62, 4), "strides": (2**62, 1)}, ValueError,
+     r"has 18446744073709551616 elements, more than 2\^63-1"),
 ], ids=["device", "dtype", "lanes", "major-version", "negative-shape", "null-data", "ndim-65",
         "overflow"])
 def test_bad_dlpack_tensors_raise_and_still_call_the_deleter(kw, exc, match):
@@ -350,7 +351,8 @@ def test_dlpack_strides_that_overflow_fall_back_to_the_cuda_array_interface():
     del v
     gc.collect()
     assert (obj.p.exported, obj.p.deleted) == (1, 1)  # the refused tensor was given back
-    with pytest.raises(ValueError, match=r"more than 2\^63 bytes"):
+    with pytest.raises(ValueError, match=r"the stride of axis 0 of shape \(3,\) is 36893488147419103224 "
+                                         r"bytes \(4611686018427387903 elements of 8 bytes\)"):
         _core.view(obj, protocol="dlpack")  # no other protocol allowed: the error stands
 
 
@@ -405,7 +407,8 @@ def test_cai_pytorch_v2_is_accepted():
     ({"shape": (-1,)}, ValueError, r"non-negative extents"),
     ({"data": (0, False)}, ValueError, r"NULL but the array has elements"),
     ({"shape": (1,) * 65}, ValueError, r"at most 64 dimensions, got 65"),
-    ({"shape": (2**40, 2**40), "strides": (2**40, 4)}, ValueError, r"more than 2\^63 bytes"),
+    ({"shape": (2**40, 2**40), "strides": (2**40, 4)}, ValueError,
+     r"has 1208925819614629174706176 elements, more than 2\^63-1"),
     ({"stream": 0}, ValueError, r"\['stream'\] is 0, which the protocol disallows"),
     ({"stream": "s"}, ValueError, r"\['stream'\] holds a str"),
 ], ids=lambda x: str(x)[:30])

@@ -11,6 +11,7 @@
 #include <arrayport/buffer.hpp>
 #include <arrayport/c/view.h>
 #include <arrayport/error.hpp>
+#include <arrayport/layout.hpp>
 #include <arrayport/memory_kind.hpp>
 #include <arrayport/runtime.hpp>
 
@@ -64,6 +65,14 @@ inline copy_layout make_copy_layout(const copy_operand& dst, const copy_operand&
     throw value_error("strided copy: ndim must be in [0, " + std::to_string(ARRAYPORT_MAX_NDIM) +
                       "], got " + std::to_string(ndim));
   if (itemsize == 0) throw value_error("strided copy: itemsize must be positive, got 0");
+  const auto item = static_cast<std::int64_t>(itemsize);
+  // Both sides addressable (layout.hpp): every product below stays inside a checked span.
+  std::int64_t compact[ARRAYPORT_MAX_NDIM > 0 ? ARRAYPORT_MAX_NDIM : 1] = {};
+  compact_strides(shape, ndim, compact, 1, item);
+  const std::int64_t* dst_strides = dst.strides ? dst.strides : compact;
+  const std::int64_t* src_strides = src.strides ? src.strides : compact;
+  check_layout("strided copy: dst", shape, dst_strides, ndim, item, stride_unit::bytes);
+  check_layout("strided copy: src", shape, src_strides, ndim, item, stride_unit::bytes);
   copy_layout l;
   l.ndim = 0;
   l.word = 1;
@@ -75,16 +84,12 @@ inline copy_layout make_copy_layout(const copy_operand& dst, const copy_operand&
   };
   axis ax[copy_layout::max_rank] = {};  // zeroed: GCC -O3 cannot see that only [0, m) is read
   int m = 0;
-  const auto item = static_cast<std::int64_t>(itemsize);
-  std::int64_t c_stride_d = item, c_stride_s = item;  // C-order strides, for a nullptr side
   for (int i = 0; i < ndim; ++i)
     if (shape[i] == 0) return l;  // nothing to copy
   for (int i = ndim - 1; i >= 0; --i) {
     const std::int64_t n = shape[i];
-    std::int64_t d = dst.strides ? dst.strides[i] : c_stride_d;
-    std::int64_t s = src.strides ? src.strides[i] : c_stride_s;
-    c_stride_d *= n;
-    c_stride_s *= n;
+    std::int64_t d = dst_strides[i];
+    std::int64_t s = src_strides[i];
     if (n == 1) continue;
     if (d < 0) {  // walk the destination forwards: same element pairs, friendlier to caches
       l.dst += (n - 1) * d;
@@ -142,22 +147,15 @@ constexpr bool is_contiguous(const copy_layout& l) noexcept {
   return l.count > 0 && l.ndim == 1 && l.dst_strides[0] == l.word && l.src_strides[0] == l.word;
 }
 
-/// The lowest and one-past-highest byte addresses `op` touches for a copy of `shape`.
+/// The lowest and one-past-highest byte addresses `op` touches for a copy of `shape` (equal for
+/// an empty one). A layout that is not addressable is a value_error (layout.hpp).
 inline void byte_span(const copy_operand& op, const std::int64_t* shape, int ndim,
-                      std::size_t itemsize, std::uintptr_t& lo, std::uintptr_t& hi) noexcept {
-  auto base = reinterpret_cast<std::intptr_t>(op.data);
-  std::intptr_t low = base, high = base;
-  std::int64_t c_stride = static_cast<std::int64_t>(itemsize);
-  bool empty = false;
-  for (int i = ndim - 1; i >= 0; --i) {
-    const std::int64_t s = op.strides ? op.strides[i] : c_stride;
-    c_stride *= shape[i];
-    if (shape[i] == 0) empty = true;
-    else if (s > 0) high += static_cast<std::intptr_t>((shape[i] - 1) * s);
-    else low += static_cast<std::intptr_t>((shape[i] - 1) * s);
-  }
-  lo = static_cast<std::uintptr_t>(low);
-  hi = empty ? lo : static_cast<std::uintptr_t>(high) + itemsize;
+                      std::size_t itemsize, std::uintptr_t& lo, std::uintptr_t& hi) {
+  const layout_info l = check_layout("strided copy", shape, op.strides, ndim,
+                                     static_cast<std::int64_t>(itemsize), stride_unit::bytes);
+  const auto base = reinterpret_cast<std::uintptr_t>(op.data);
+  lo = base + static_cast<std::uintptr_t>(l.lo);  // modulo 2^64: l.lo <= 0 steps back
+  hi = base + static_cast<std::uintptr_t>(l.hi);
 }
 
 // ---- the CPU loop ----------------------------------------------------------------------------
@@ -256,24 +254,15 @@ inline void copy_on_host(const copy_layout& l) noexcept {
 
 // `l` with one side replaced by a C-contiguous buffer in the layout's own axis order.
 inline copy_layout with_contiguous_side(copy_layout l, bool replace_dst, void* data) noexcept {
-  std::int64_t stride = l.word;
-  for (int a = l.ndim - 1; a >= 0; --a) {
-    (replace_dst ? l.dst_strides : l.src_strides)[a] = stride;
-    stride *= l.shape[a];
-  }
+  compact_strides(l.shape, l.ndim, replace_dst ? l.dst_strides : l.src_strides, 1, l.word);
   if (replace_dst) l.dst = static_cast<char*>(data);
   else l.src = static_cast<const char*>(data);
   return l;
 }
 
 inline bool side_is_contiguous(const copy_layout& l, bool dst_side) noexcept {
-  std::int64_t stride = l.word;
-  const std::int64_t* strides = dst_side ? l.dst_strides : l.src_strides;
-  for (int a = l.ndim - 1; a >= 0; --a) {
-    if (l.shape[a] != 1 && strides[a] != stride) return false;
-    stride *= l.shape[a];
-  }
-  return true;
+  return arrayport::is_contiguous(l.shape, dst_side ? l.dst_strides : l.src_strides, l.ndim, true,
+                                  l.word);
 }
 
 // GPU memory <- pageable host memory. The host side goes to a pinned temporary (packed, or its

@@ -21,6 +21,7 @@
 #include <arrayport/c/view.h>
 #include <arrayport/dtype.hpp>
 #include <arrayport/error.hpp>
+#include <arrayport/layout.hpp>
 #include <arrayport/memory_kind.hpp>
 #include <arrayport/runtime.hpp>
 #include <arrayport/view.hpp>
@@ -710,99 +711,39 @@ inline std::string shape_string(const std::int64_t* shape, int ndim) {
 
 // ---- checks shared by every protocol ---------------------------------------------------------
 
-// The next row-major stride (in elements) after one of `stride` over an axis of `extent`: the
-// product, or INT64_MAX past int64. A shape that large addresses more than 2^63 bytes, which
-// check_geometry refuses unless the array is empty (and then strides are never used).
-inline std::int64_t next_compact_stride(std::int64_t stride, std::int64_t extent) noexcept {
-  std::int64_t product = 0;
-  if (__builtin_mul_overflow(stride, extent > 0 ? extent : 1, &product))
-    return std::numeric_limits<std::int64_t>::max();
-  return product;
+// The layout arithmetic is arrayport/layout.hpp's; these name the argument and the producer.
+
+[[noreturn]] inline void fail_layout(const constraints& c, PyObject* obj, const layout_info& l,
+                                     const std::int64_t* shape, const std::int64_t* strides,
+                                     int ndim, std::int64_t itemsize) {
+  throw value_error(layout_message(c.name, l, shape, strides, ndim, itemsize) + " (from " +
+                    type_name(obj) + ")");
 }
 
-// Whether the farthest elements from `data` on either side, in bytes, fit in int64 (and so in the
-// address space). A negative extent is not this function's to judge: true.
-inline bool spans_fit(const std::int64_t* shape, const std::int64_t* strides, int ndim,
-                      std::int64_t itemsize) noexcept {
-  for (int i = 0; i < ndim; ++i)
-    if (shape[i] <= 0) return true;
-  std::int64_t lo = 0, hi = 0;
-  for (int i = 0; i < ndim; ++i) {
-    std::int64_t span = 0;
-    if (__builtin_mul_overflow(shape[i] - 1, strides[i], &span) ||
-        __builtin_mul_overflow(span, itemsize, &span) ||
-        (span >= 0 ? __builtin_add_overflow(hi, span, &hi) : __builtin_add_overflow(lo, span, &lo)))
-      return false;
-  }
-  return true;
-}
-inline bool spans_fit(const arrayport_view_t& v) noexcept {
-  return spans_fit(v.shape, v.strides, v.ndim,
-                   static_cast<std::int64_t>(arrayport::dtype::from_c(v.dtype).itemsize()));
-}
-
-// Compact row-major strides (in elements) for a producer that gave none. False when one that is
-// needed does not fit in int64 (the trailing extents hold 2^63 elements or more) and the array is
-// not empty; the element count itself, never a stride, may overflow.
-inline bool compact_strides(const std::int64_t* shape, int ndim, std::int64_t* strides) noexcept {
-  std::int64_t stride = 1;
-  bool fits = true, empty = false;
-  for (int i = ndim; i-- > 0;) {
-    strides[i] = stride;
-    empty |= shape[i] == 0;
-    if (i > 0 && fits && __builtin_mul_overflow(stride, shape[i] > 0 ? shape[i] : 1, &stride)) {
-      fits = false;
-      stride = 0;
-    }
-  }
-  return fits || empty;
-}
-
+// Compact row-major strides (in elements) for a producer that gave none; refused when one that
+// is needed does not fit in int64 bytes (nbytes does not either) and the array is not empty.
 inline void require_compact_strides(const constraints& c, PyObject* obj, const std::int64_t* shape,
-                                    int ndim, std::int64_t* strides) {
-  if (!compact_strides(shape, ndim, strides))
-    fail_value(c, obj, "shape " + shape_string(shape, ndim) + " addresses more than 2^63 bytes");
+                                    int ndim, std::int64_t* strides, std::int64_t itemsize) {
+  if (!compact_strides(shape, ndim, strides, itemsize))
+    fail_layout(c, obj, measure_layout(shape, nullptr, ndim, itemsize), shape, nullptr, ndim,
+                itemsize);
 }
 
-// Shape and strides a producer handed over: non-negative extents, a rank arrayport supports, data
-// present when there are elements, and every reachable byte offset representable.
+// Shape and strides a producer handed over: an addressable layout (layout.hpp: a rank arrayport
+// supports, non-negative extents, count, nbytes, byte strides and span in int64), data present
+// when there are elements, and the bytes reached inside the address space.
 inline void check_geometry(const constraints& c, PyObject* obj, const arrayport_view_t& v) {
-  if (v.ndim < 0 || v.ndim > ARRAYPORT_MAX_NDIM)
-    fail_value(c, obj, "expected at most " + std::to_string(ARRAYPORT_MAX_NDIM) +
-                           " dimensions, got " + std::to_string(v.ndim));
-  bool empty = false;
-  for (int i = 0; i < v.ndim; ++i) {
-    if (v.shape[i] < 0)
-      fail_value(c, obj, "expected non-negative extents, got shape " +
-                             shape_string(v.shape, v.ndim));
-    if (v.shape[i] == 0) empty = true;
-  }
-  if (empty) return;
-  if (!spans_fit(v))
-    fail_value(c, obj, "shape " + shape_string(v.shape, v.ndim) +
-                           " and its strides address more than 2^63 bytes");
-  // Element counts (size, nbytes, contiguity checks) are int64 products: with stride-0 axes the
-  // span may fit while the count does not.
-  std::int64_t count = 1;
-  for (int i = 0; i < v.ndim; ++i)
-    if (__builtin_mul_overflow(count, v.shape[i], &count))
-      fail_value(c, obj, "shape " + shape_string(v.shape, v.ndim) + " has more than 2^63 elements");
+  const layout_info l = measure_layout(v);
+  if (!l.ok())
+    fail_layout(c, obj, l, v.shape, v.strides, v.ndim,
+                static_cast<std::int64_t>(arrayport::dtype::from_c(v.dtype).itemsize()));
+  if (l.count == 0) return;
   if (!v.data) fail_value(c, obj, "data pointer is NULL but the array has elements");
-}
-
-// An empty array is contiguous in every order, whatever its strides (NumPy's flags agree).
-inline bool contiguous(const arrayport_view_t& v, bool c_order) noexcept {
-  for (int i = 0; i < v.ndim; ++i)
-    if (v.shape[i] == 0) return true;
-  std::int64_t expected = 1;
-  bool overflowed = false;  // the extents so far hold 2^63 elements or more: no stride matches
-  for (int k = 0; k < v.ndim; ++k) {
-    const int i = c_order ? v.ndim - 1 - k : k;
-    if (v.shape[i] == 1) continue;
-    if (overflowed || v.strides[i] != expected) return false;
-    overflowed = __builtin_mul_overflow(expected, v.shape[i], &expected);
-  }
-  return true;
+  if (!fits_address_space(v.data, l))
+    fail_value(c, obj, "shape " + shape_string(v.shape, v.ndim) + " at address " +
+                           std::to_string(reinterpret_cast<std::uintptr_t>(v.data)) +
+                           " reaches bytes " + std::to_string(l.lo) + " to " +
+                           std::to_string(l.hi) + " from it: past the ends of the address space");
 }
 
 inline void check_constraints(const constraints& c, PyObject* obj, arrayport_view_t& v) {
@@ -828,9 +769,9 @@ inline void check_constraints(const constraints& c, PyObject* obj, arrayport_vie
         fail_value(c, obj, "expected shape " + shape_string(c.shape, c.ndim) + ", got " +
                                shape_string(v.shape, v.ndim));
   }
-  if (c.layout == order::c && !contiguous(v, true))
+  if (c.layout == order::c && !is_contiguous(v.shape, v.strides, v.ndim, true))
     fail_value(c, obj, "expected a C-contiguous array, got strides that are not");
-  if (c.layout == order::f && !contiguous(v, false))
+  if (c.layout == order::f && !is_contiguous(v.shape, v.strides, v.ndim, false))
     fail_value(c, obj, "expected a Fortran-contiguous array, got strides that are not");
   if (c.where != reach::any) {
     auto kind = static_cast<memory_kind>(v.memory_kind);
@@ -940,7 +881,10 @@ struct detail_access {
       ext[i] = t.shape[i];
       if (t.strides) ext[t.ndim + i] = t.strides[i];
     }
-    if (!t.strides) detail::require_compact_strides(c, obj, ext, t.ndim, ext + t.ndim);
+    if (!t.strides)
+      detail::require_compact_strides(
+          c, obj, ext, t.ndim, ext + t.ndim,
+          static_cast<std::int64_t>(arrayport::dtype::from_c(t.dtype).itemsize()));
     // In integers: a byte_offset that wraps the address space is an error, not a pointer.
     std::uintptr_t address = 0;
     if (t.data && __builtin_add_overflow(reinterpret_cast<std::uintptr_t>(t.data), t.byte_offset, &address))
@@ -1114,21 +1058,18 @@ struct detail_access {
     if (!b.strides) {
       // Contiguous: the memory is exactly len bytes, so the shape must account for all of it.
       // (Negative extents are check_geometry's to report.)
-      std::int64_t bytes = static_cast<std::int64_t>(b.itemsize);
-      bool overflow = false, negative = false, empty = false;
-      for (int i = 0; i < b.ndim; ++i) {
-        negative = negative || ext[i] < 0;
-        empty = empty || ext[i] == 0;
-        overflow = overflow || __builtin_mul_overflow(bytes, ext[i], &bytes);
-      }
-      if (empty) bytes = 0, overflow = false;
-      if (!negative && (overflow || bytes != b.len))
+      std::int64_t bytes = 0;
+      const layout_status s = byte_count(ext, b.ndim, static_cast<std::int64_t>(b.itemsize), bytes);
+      if (s != layout_status::negative_extent && (s != layout_status::ok || bytes != b.len))
         detail::fail_buffer(c, obj, "shape " + detail::shape_string(ext, b.ndim) + " of " +
                                         std::to_string(b.itemsize) + "-byte items needs " +
-                                        (overflow ? std::string("more than 2^63") : std::to_string(bytes)) +
+                                        (s != layout_status::ok ? std::string("more than 2^63-1")
+                                                                : std::to_string(bytes)) +
                                         " bytes, but the buffer has len " + std::to_string(b.len));
     }
-    if (!b.strides) detail::require_compact_strides(c, obj, ext, b.ndim, ext + b.ndim);
+    if (!b.strides)
+      detail::require_compact_strides(c, obj, ext, b.ndim, ext + b.ndim,
+                                      static_cast<std::int64_t>(b.itemsize));
     arrayport_view_t& v = a.m_view;
     v.data = b.buf;
     v.ndim = b.ndim;
@@ -1432,7 +1373,8 @@ struct detail_access {
         ext[ndim + i] = s / itemsize;
       }
     }
-    if (!given) detail::require_compact_strides(c, obj, ext, static_cast<int>(ndim), ext + ndim);
+    if (!given)
+      detail::require_compact_strides(c, obj, ext, static_cast<int>(ndim), ext + ndim, itemsize);
     arrayport_view_t& v = a.m_view;
     v.data = reinterpret_cast<void*>(static_cast<std::uintptr_t>(ptr));
     v.ndim = static_cast<std::int32_t>(ndim);
@@ -1528,7 +1470,9 @@ inline acquired acquire(PyObject* obj, const constraints& c, const acquire_optio
     if (a.m_protocol == 0 && (rest & protocol_dlpack)) {
       detail_access::from_dlpack(a, c, obj, type, consumer(), o.sync);
       a.m_protocol = protocol_dlpack;
-      if ((rest & protocol_cai) && a.m_view.ndim >= 0 && !detail::spans_fit(a.m_view)) {
+      const layout_status geometry = measure_layout(a.m_view).status;
+      if ((rest & protocol_cai) && (geometry == layout_status::stride_too_large ||
+                                    geometry == layout_status::span_too_large)) {
         // CuPy (14 and before) exports negative strides through DLPack divided as unsigned
         // numbers (2^62 - 1 for -1); its CUDA array interface states them right.
         detail_access::drop_tensor(a);
@@ -1617,24 +1561,20 @@ namespace detail {
 
 // The shape and strides (in items) of a typed view of Rank axes, from a producer's extents and
 // strides (in units of `unit` bytes: the itemsize for byte strides, 1 for item strides), with the
-// checks check_geometry makes: false for a negative extent, a stride that is not a whole number
-// of items, more than 2^63 elements, or a non-empty array at NULL or reaching past 2^63 bytes.
+// checks check_geometry makes: false for a stride that is not a whole number of items, a layout
+// that is not addressable (layout.hpp), or a non-empty array at NULL or past the address space.
 template <std::size_t Rank, class Extent, class Stride>
 inline bool typed_geometry(const Extent* extents, const Stride* in_strides, std::int64_t unit,
                            const void* data, std::int64_t itemsize, std::int64_t* shape,
                            std::int64_t* strides) noexcept {
-  bool empty = false;
-  std::int64_t count = 1;
   for (std::size_t r = 0; r != Rank; ++r) {
-    const auto extent = static_cast<std::int64_t>(extents[r]);
     const auto stride = static_cast<std::int64_t>(in_strides[r]);
-    if (extent < 0 || stride % unit != 0) return false;
-    shape[r] = extent;
+    if (stride % unit != 0) return false;
+    shape[r] = static_cast<std::int64_t>(extents[r]);
     strides[r] = stride / unit;
-    empty = empty || extent == 0;
-    if (__builtin_mul_overflow(count, extent, &count)) return false;
   }
-  return empty || (data && spans_fit(shape, strides, static_cast<int>(Rank), itemsize));
+  const layout_info l = measure_layout(shape, strides, static_cast<int>(Rank), itemsize);
+  return l.ok() && (l.count == 0 || (data && fits_address_space(data, l)));
 }
 
 // ---- the typed parameters' helpers for CuPy and exchange-API producers ----------------------
@@ -1694,7 +1634,9 @@ inline bool exchange_typed_view(PyObject* obj, arrayport::view<T, Rank, Space>& 
       (Rank > 0 && !t.shape))
     return false;
   index_type shape[n] = {}, strides[n] = {}, compact[n] = {};
-  if (!t.strides && !compact_strides(t.shape, static_cast<int>(Rank), compact)) return false;
+  if (!t.strides && !compact_strides(t.shape, static_cast<int>(Rank), compact,
+                                     static_cast<std::int64_t>(expected.itemsize())))
+    return false;
   std::uintptr_t address = 0;
   if (t.data && __builtin_add_overflow(reinterpret_cast<std::uintptr_t>(t.data), t.byte_offset, &address))
     return false;
@@ -1761,7 +1703,8 @@ inline bool jax_typed_view(PyObject* obj, arrayport::view<T, Rank, Space>& out) 
       std::int64_t compact[n] = {};
       index_type shape_out[n] = {}, strides_out[n] = {};
       if (!read || address < 0 || PyErr_Occurred() ||
-          !compact_strides(extents, static_cast<int>(Rank), compact) ||
+          !compact_strides(extents, static_cast<int>(Rank), compact,
+                           static_cast<std::int64_t>(expected.itemsize())) ||
           !typed_geometry<Rank>(extents, compact, 1, reinterpret_cast<const void*>(address),
                                 expected.itemsize(), shape_out, strides_out) ||
           jax_pageable(reinterpret_cast<const void*>(address)))

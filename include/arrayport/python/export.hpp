@@ -10,6 +10,7 @@
 #include <arrayport/buffer.hpp>
 #include <arrayport/c/view.h>
 #include <arrayport/dtype.hpp>
+#include <arrayport/layout.hpp>
 #include <arrayport/vector.hpp>
 
 #include <cstdint>
@@ -31,13 +32,10 @@ inline PyObject* make_view_array(void* data, arrayport::dtype dt, const std::int
                                  bool readonly, PyObject* owner) {
   if (ndim < 0 || ndim > ARRAYPORT_MAX_NDIM)
     throw value_error("to_array: expected 0 to 64 dimensions, got " + std::to_string(ndim));
+  check_layout("to_array", shape, nullptr, ndim, static_cast<std::int64_t>(dt.itemsize()));
   const arrayport_python_api_t& api = import_api();
   std::int64_t strides[ARRAYPORT_MAX_NDIM];
-  std::int64_t n = 1;
-  for (int i = ndim; i-- > 0;) {
-    strides[i] = n;
-    n *= shape[i];
-  }
+  compact_strides(shape, ndim, strides, static_cast<std::int64_t>(dt.itemsize()));
   arrayport_view_t v{};
   v.version = {ARRAYPORT_C_ABI_VERSION_MAJOR, ARRAYPORT_C_ABI_VERSION_MINOR};
   v.data = data;
@@ -73,13 +71,12 @@ template <class T>
 PyObject* to_array(arrayport::vector<T>&& v, std::initializer_list<std::int64_t> shape = {}) {
   std::int64_t dims[ARRAYPORT_MAX_NDIM];
   int ndim = 0;
-  std::int64_t n = 1;
   for (std::int64_t e : shape) {
     if (ndim == ARRAYPORT_MAX_NDIM) throw value_error("to_array: more than 64 dimensions");
     dims[ndim++] = e;
-    n *= e;
   }
-  if (ndim == 0) dims[ndim++] = n = static_cast<std::int64_t>(v.size());
+  if (ndim == 0) dims[ndim++] = static_cast<std::int64_t>(v.size());
+  const std::int64_t n = check_layout("to_array", dims, nullptr, ndim, static_cast<std::int64_t>(sizeof(T))).count;
   if (n != static_cast<std::int64_t>(v.size()))
     throw value_error("to_array: shape holds " + std::to_string(n) + " elements, the vector " +
                       std::to_string(v.size()));
