@@ -386,6 +386,33 @@ def test_max_min_of_contiguous_floats_at_every_edge(dtype, n):
     assert float(np.asarray(ops.min(y))) == -np.inf
 
 
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "int32", "int64"])
+def test_integer_and_bool_sums_are_exact_at_every_length(dtype):
+    # The contiguous integer path (bools counted in 16/32-byte vectors, 255 steps a flush) at every
+    # length up to past its first flush, the chunk edges, and along rows; contiguous and reversed.
+    r = np.random.default_rng(3)
+    lengths = [*range(0, 300), 255 * 32 - 1, 255 * 32, 255 * 32 + 1, 2**16 - 1, 2**16, 2**16 + 1, 200_003]
+    for n in lengths:
+        x = r.integers(0, 2, n).astype(bool) if dtype == "bool" else r.integers(-100, 100, n).astype(dtype)
+        if dtype == "uint8":
+            x = r.integers(0, 256, n).astype(np.uint8)
+        for v in (x, x[::-1]):
+            got = ops.sum(v)
+            assert got.dtype == str(v.sum().dtype)
+            assert int(np.asarray(got)) == int(v.sum()), (n, v.strides)
+    m = (r.integers(0, 2, (7, 1000)) > 0).astype(dtype)
+    np.testing.assert_array_equal(np.asarray(ops.sum(m, axis=1)), m.sum(axis=1))
+    np.testing.assert_array_equal(np.asarray(ops.sum(m[:, 3:], axis=1)), m[:, 3:].sum(axis=1))
+
+
+def test_a_bool_is_any_nonzero_byte():
+    # Bools whose bytes are not 0 or 1 (a uint8 array viewed as bool) count once each.
+    raw = np.random.default_rng(4).integers(0, 4, 10_007).astype(np.uint8)
+    b = ap.asarray(raw).view("bool")
+    assert int(np.asarray(ops.sum(b))) == np.count_nonzero(raw)
+    assert int(np.asarray(ops.sum(b[1:]))) == np.count_nonzero(raw[1:])
+
+
 @pytest.mark.parametrize("dtype", ALL_DTYPES)
 def test_dot(dtype):
     x = rng_array((1000,), dtype, 1)
