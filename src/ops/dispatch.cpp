@@ -48,13 +48,31 @@ type_id promote(type_id a, type_id b) noexcept {
   return table[static_cast<int>(a)][static_cast<int>(b)];
 }
 
-type_id result_type(op_id op, const char* op_name, const ops_arg* const* args, int n) {
-  std::optional<type_id> strong;
+namespace {
+
+// NumPy's default dtype of a Python scalar's kind (what np.asarray gives it).
+type_id default_type(weak_kind k) noexcept {
+  switch (k) {
+    case weak_kind::bool_: return T::bool_;
+    case weak_kind::int_: return T::int64;
+    case weak_kind::float_: return T::float64;
+    default: return T::complex128;
+  }
+}
+
+// NEP 50 over `args` (no op rule), starting from `strong` when given (a strong dtype).
+type_id promote_args(const char* op_name, const ops_arg* const* args, int n,
+                     std::optional<type_id> strong) {
   weak_kind weakest = weak_kind::none;
   for (int i = 0; i < n; ++i) {
     const ops_arg* a = args[i];
     if (a->kind != weak_kind::none) {
-      weakest = std::max(weakest, a->kind);
+      if (a->strong) {
+        const type_id t = default_type(a->kind);
+        strong = strong ? promote(*strong, t) : t;
+      } else {
+        weakest = std::max(weakest, a->kind);
+      }
       continue;
     }
     const type_id t = to_type_id(a->view.dtype());
@@ -68,20 +86,26 @@ type_id result_type(op_id op, const char* op_name, const ops_arg* const* args, i
   // NEP 50: a Python scalar takes the arrays' dtype when its kind fits in it, and otherwise the
   // default dtype of its kind (int64, float64, complex128) -- except that a Python complex with
   // float32 (or narrower) arrays gives complex64. Without arrays, the scalars' default dtype.
+  if (!strong) return default_type(weakest);
+  type_id r = *strong;
+  if (weakest == weak_kind::int_ && r == T::bool_) r = T::int64;
+  if (weakest == weak_kind::float_ && (r == T::bool_ || is_integer(r))) r = T::float64;
+  if (weakest == weak_kind::complex_ && !is_complex(r))
+    r = (r == T::float16 || r == T::bfloat16 || r == T::float32) ? T::complex64 : T::complex128;
+  return r;
+}
+
+}  // namespace
+
+type_id result_type(op_id op, const char* op_name, const ops_arg* const* args, int n) {
   type_id r;
-  if (!strong) {
-    switch (weakest) {
-      case weak_kind::bool_: r = T::bool_; break;
-      case weak_kind::int_: r = T::int64; break;
-      case weak_kind::float_: r = T::float64; break;
-      default: r = T::complex128; break;
-    }
+  if (op == op_id::axpy && n == 3 &&
+      !(args[0]->kind != weak_kind::none && args[1]->kind != weak_kind::none)) {
+    // NumPy computes a * x first: its dtype, strong (an array), is then promoted with y's. (Two
+    // Python scalars multiply into a Python scalar: the caller computes that product first.)
+    r = promote_args(op_name, args + 2, 1, promote_args(op_name, args, 2, std::nullopt));
   } else {
-    r = *strong;
-    if (weakest == weak_kind::int_ && r == T::bool_) r = T::int64;
-    if (weakest == weak_kind::float_ && (r == T::bool_ || is_integer(r))) r = T::float64;
-    if (weakest == weak_kind::complex_ && !is_complex(r))
-      r = (r == T::float16 || r == T::bfloat16 || r == T::float32) ? T::complex64 : T::complex128;
+    r = promote_args(op_name, args, n, std::nullopt);
   }
   if (op == op_id::divide && (r == T::bool_ || is_integer(r))) r = T::float64;
   if (op == op_id::sqrt && (r == T::bool_ || r == T::uint8)) r = T::float16;
