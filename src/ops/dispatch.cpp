@@ -176,6 +176,19 @@ placement place(const char* op_name, const ops_arg* const* arrays, int n) {
   }
   p.device = device_arg ? device_arg->view.device().device_id : -1;
   p.gpu_reachable = any_cuda;
+  for (int i = 0; i < n; ++i) {
+    const ops_arg* a = arrays[i];
+    const memory_kind k = a->view.kind();
+    // Pageable host memory is complete when its producer returns (copies into it synchronise).
+    if (!a->ordered || k == memory_kind::host) continue;
+    const placement::array_stream s{
+        a->view.stream(),
+        k == memory_kind::device || k == memory_kind::managed ? a->view.device().device_id : -1};
+    bool seen = false;
+    for (int j = 0; j < p.n_streams; ++j)
+      seen |= p.streams[j].handle == s.handle && p.streams[j].device == s.device;
+    if (!seen) p.streams[p.n_streams++] = s;
+  }
   p.on_gpu = any_device_only || (!host_arg && any_cuda && runtime::is_available());
   if (p.on_gpu && p.device >= 0) {
     // The op runs on the current stream with its arguments' device current: a stream of another
@@ -268,6 +281,37 @@ void build_layout(ew_call& call, const strided_view& out, const std::int64_t* sh
   call.flat = flat;
 }
 
+namespace {
+
+// The GPU side of a call on `stream` (of where.device): it waits for the streams its Array
+// operands are ready on (an event each, no host wait), and they wait for it afterwards. One
+// stream, the common case, costs a comparison.
+void wait_for_arrays(const placement& where, stream_handle stream) {
+  for (int i = 0; i < where.n_streams; ++i)
+    if (where.streams[i].handle != stream)
+      runtime::order_streams(where.streams[i].handle, where.streams[i].device, stream,
+                             where.device);
+}
+void order_arrays_after(const placement& where, stream_handle stream) {
+  for (int i = 0; i < where.n_streams; ++i)
+    if (where.streams[i].handle != stream)
+      runtime::order_streams(stream, where.device, where.streams[i].handle,
+                             where.streams[i].device);
+}
+
+// The CPU reads memory the GPU may still be writing (managed/pinned operands): it waits for the
+// current stream (foreign operands were ordered before it) and for each Array operand's stream.
+void cpu_waits(const placement& where) {
+  if (!where.gpu_reachable || !runtime::is_available()) return;
+  const stream_handle current = ext::current_stream().handle;
+  runtime::stream_synchronize(current, where.device);
+  for (int i = 0; i < where.n_streams; ++i)
+    if (where.streams[i].handle != current)
+      runtime::stream_synchronize(where.streams[i].handle, where.streams[i].device);
+}
+
+}  // namespace
+
 void launch(ew_call& call, const placement& where) {
   const int op = static_cast<int>(call.op), t = static_cast<int>(call.compute);
   if (call.size == 0) return;
@@ -276,15 +320,15 @@ void launch(ew_call& call, const placement& where) {
     const ew_fn fn = cuda::elementwise_table[std::size_t(op)][std::size_t(t)];
     runtime::device_guard guard(where.device);
     call.stream = ext::current_stream().handle;
+    wait_for_arrays(where, call.stream);
     fn(call);
+    order_arrays_after(where, call.stream);
     return;
 #else
     runtime::require_device("arrayport.ops on device memory");
 #endif
   }
-  // The CPU reads memory the GPU may still be writing (managed/pinned operands): wait for it.
-  if (where.gpu_reachable && runtime::is_available())
-    runtime::stream_synchronize(ext::current_stream().handle, where.device);
+  cpu_waits(where);
   cpu::elementwise_table[std::size_t(op)][std::size_t(t)](call);
 }
 
@@ -399,14 +443,15 @@ void launch(reduce_call& call, const placement& where) {
 #if ARRAYPORT_HAS_CUDA
     runtime::device_guard guard(where.device);
     call.stream = ext::current_stream().handle;
+    wait_for_arrays(where, call.stream);
     cuda::reduce_table[std::size_t(op)][std::size_t(t)](call);
+    order_arrays_after(where, call.stream);
     return;
 #else
     runtime::require_device("arrayport.ops on device memory");
 #endif
   }
-  if (where.gpu_reachable && runtime::is_available())
-    runtime::stream_synchronize(ext::current_stream().handle, where.device);
+  cpu_waits(where);
   cpu::reduce_table[std::size_t(op)][std::size_t(t)](call);
 }
 
