@@ -113,7 +113,9 @@ type_id result_type(op_id op, const char* op_name, const ops_arg* const* args, i
   if (!supports(op, r))
     throw type_error(std::string(op_name) + ": not supported for dtype " +
                      std::string(to_dtype(r).name()) +
-                     (r == T::bool_ ? " (NumPy refuses it too; cast to an integer dtype first)" : ""));
+                     (r != T::bool_ ? ""
+                      : op == op_id::square ? " (NumPy gives int8, which ops has not; cast first)"
+                                            : " (NumPy refuses it too; cast to an integer dtype first)"));
   return r;
 }
 

@@ -611,7 +611,8 @@ nb::object reduce(ops::reduce_op op, nb::handle x, nb::handle axis, nb::handle k
   const std::vector<std::int64_t> shape = ops::build_reduce(call, args[0].view, axes, keepdims);
   const dtype out_dt = ops::to_dtype(rt);
   if (has_out) check_reduce_out(op_name, args[1].view, out_dt, shape);
-  if (call.len == 0 && call.n_out > 0 && (op == ops::reduce_op::min || op == ops::reduce_op::max))
+  // As NumPy: a reduction over nothing has no value, even into an empty result.
+  if (call.len == 0 && (op == ops::reduce_op::min || op == ops::reduce_op::max))
     throw value_error(std::string(op_name) + ": zero-size array to reduction operation " +
                       op_name + " which has no identity");
   nb::object r = finish_reduce(call, op_name, where, out_dt, shape, args, 1,

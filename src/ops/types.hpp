@@ -79,7 +79,10 @@ struct complex {
     const T abs_br = b.re < T(0) ? -b.re : b.re;
     const T abs_bi = b.im < T(0) ? -b.im : b.im;
     if (abs_br >= abs_bi) {
-      if (abs_br == T(0) && abs_bi == T(0)) return {a.re / abs_br, a.im / abs_bi};  // inf/nan
+      if (abs_br == T(0) && abs_bi == T(0)) {  // inf/nan, signed by a alone (b may be -0.0)
+        const T zero = T(0);
+        return {a.re / zero, a.im / zero};
+      }
       const T rat = b.im / b.re;
       const T scl = T(1) / (b.re + b.im * rat);
       return {(a.re + a.im * rat) * scl, (a.im - a.re * rat) * scl};

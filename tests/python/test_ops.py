@@ -407,6 +407,34 @@ def test_integer_and_bool_sums_are_exact_at_every_length(dtype):
     np.testing.assert_array_equal(np.asarray(ops.sum(m[:, 3:], axis=1)), m[:, 3:].sum(axis=1))
 
 
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_division_by_a_signed_zero_is_signed_by_the_dividend(dtype):
+    # Found by the property sweep: dividing by -0.0 flipped the sign of the infinities.
+    x = np.array([1 - 1j, -2 + 0j, 0j], dtype)
+    for zero in (0.0, -0.0, complex(-0.0, -0.0)):
+        with np.errstate(all="ignore"):
+            want = x / np.array(zero, dtype)
+        np.testing.assert_array_equal(np.asarray(ops.divide(x, np.array(zero, dtype))), want)
+
+
+@pytest.mark.parametrize("name", ["min", "max"])
+def test_min_max_over_an_empty_axis_raise_even_into_an_empty_result(name):
+    # Found by the property sweep: NumPy raises for shape (0, 0) along axis 0, as for any
+    # reduction over nothing; a non-empty axis into an empty result is fine.
+    with pytest.raises(ValueError, match=f"{name}: zero-size array to reduction operation {name}"):
+        getattr(ops, name)(np.zeros((0, 0)), axis=0)
+    assert getattr(ops, name)(np.zeros((0, 3)), axis=1).shape == (0,)
+
+
+def test_float64_to_float16_rounds_once():
+    # Found by the property sweep: astype went through float first (1 in ~16,000 off by a unit).
+    x = np.array([1 + 2.0**-11 + 2.0**-40, -(1 + 2.0**-11 + 2.0**-40), 1 + 3 * 2.0**-11 - 2.0**-40])
+    np.testing.assert_array_equal(np.asarray(ops.astype(x, "float16")), x.astype(np.float16))
+    np.testing.assert_array_equal(np.asarray(ops.astype(x + 0j, "float16")), x.astype(np.float16))
+    r = np.random.default_rng(2).uniform(-4, 4, 1_000_000)
+    np.testing.assert_array_equal(np.asarray(ops.astype(r, "float16")), r.astype(np.float16))
+
+
 def test_a_bool_is_any_nonzero_byte():
     # Bools whose bytes are not 0 or 1 (a uint8 array viewed as bool) count once each.
     raw = np.random.default_rng(4).integers(0, 4, 10_007).astype(np.uint8)
