@@ -4,8 +4,9 @@ Swept together: dtype (bool, uint8, int32, int64, float16, bfloat16, float32, fl
 complex128, and mixed pairs), length (1 to 5000, and the edges of the kernels' vectors and chunks:
 7-9, 15-17, 31-33, 63-65, 127-129, 255-257, 255 * 32 +- 1 (the bool counter's flush), 2^16 +- 1
 (the CPU reduction's chunk), 2^17 + 1), layout (contiguous, strided, reversed, broadcast,
-transposed, 0-d, empty), container (NumPy through the consume bridge, or an arrayport Array over
-the same memory), axis (None, each, negative, tuples) and keepdims.
+transposed, 0-d, empty), container (NumPy through the consume bridge, an arrayport Array over
+the same memory, and with a GPU a copy in device memory: the CUDA kernels), axis (None, each,
+negative, tuples) and keepdims.
 
 What is compared: the result dtype is NumPy 2's exactly (bfloat16: NumPy's float16 rules, except
 that bfloat16 with float16 gives float32). Values are exact where NumPy is exact: bool and integer
@@ -31,6 +32,7 @@ from hypothesis import strategies as st
 
 import arrayport as ap
 from arrayport import ops
+from conftest import HAS_GPU
 
 SETTINGS = settings(max_examples=300, deadline=None, derandomize=False,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -51,6 +53,8 @@ EDGES = [7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 2
 lengths = st.one_of(st.integers(1, 300), st.integers(301, 5000), st.sampled_from(EDGES))
 dtypes = st.sampled_from(DTYPES)
 seeds = st.integers(0, 2**32 - 1)
+# With a GPU, operands in device memory too: the same sweep through the CUDA kernels.
+containers = st.sampled_from(["numpy", "array"] + (["device"] if HAS_GPU else []))
 
 
 # ---- operands ------------------------------------------------------------------------------------
@@ -78,7 +82,14 @@ def values(rng, n, dtype, special=False):
 
 def as_operand(x, dtype, container):
     """x (NumPy; bfloat16 data as float32) as the operand ops sees: NumPy itself, an arrayport
-    Array over its memory, or (bfloat16) an Array converted from x's source, laid out as x is."""
+    Array over its memory, a copy in GPU memory ("device", laid out as x where x is a keyed view;
+    the CUDA kernels run), or (bfloat16) an Array converted from x's source, laid out as x is."""
+    if container == "device":
+        if isinstance(x, Keyed):
+            d = ap.copy(np.ascontiguousarray(x.source), memory="device")
+            return (ops.astype(d, "bfloat16") if dtype == "bfloat16" else d)[x.key]
+        d = ap.copy(np.ascontiguousarray(x), memory="device")
+        return ops.astype(d, "bfloat16") if dtype == "bfloat16" else d
     if dtype == "bfloat16":
         if isinstance(x, Keyed):
             return ops.astype(np.ascontiguousarray(x.source), "bfloat16")[x.key]
@@ -130,7 +141,7 @@ def np_of(r):
     if isinstance(r, ap.Array):
         if r.dtype == "bfloat16":
             r = ops.astype(r, "float32")
-        return np.asarray(r)
+        return r.get() if r.memory == "device" else np.asarray(r)
     return np.asarray(r)
 
 
@@ -192,7 +203,7 @@ def exactness(name, *input_dtypes):
 
 @SETTINGS
 @given(name=st.sampled_from(list(UNARY)), dtype=dtypes, n=lengths,
-       layout=st.sampled_from(LAYOUTS_1D), container=st.sampled_from(["numpy", "array"]),
+       layout=st.sampled_from(LAYOUTS_1D), container=containers,
        special=st.booleans(), seed=seeds)
 def test_unary_ops_match_numpy(name, dtype, n, layout, container, special, seed):
     x = layout_1d(np.random.default_rng(seed), n, dtype, layout, special)
@@ -209,7 +220,7 @@ def test_unary_ops_match_numpy(name, dtype, n, layout, container, special, seed)
 @SETTINGS
 @given(name=st.sampled_from(list(BINARY)), d1=dtypes, d2=dtypes, n=lengths,
        l1=st.sampled_from(LAYOUTS_1D), l2=st.sampled_from(LAYOUTS_1D),
-       container=st.sampled_from(["numpy", "array"]), special=st.booleans(), seed=seeds)
+       container=containers, special=st.booleans(), seed=seeds)
 def test_binary_ops_match_numpy(name, d1, d2, n, l1, l2, container, special, seed):
     rng = np.random.default_rng(seed)
     x, y = layout_1d(rng, n, d1, l1, special), layout_1d(rng, n, d2, l2, special)
@@ -247,7 +258,7 @@ def test_scalars_promote_as_numpy_2_does(name, dtype, n, layout, scalar, scalar_
 
 @SETTINGS
 @given(src=dtypes, dst=dtypes, n=lengths, layout=st.sampled_from(LAYOUTS_1D),
-       container=st.sampled_from(["numpy", "array"]), seed=seeds)
+       container=containers, seed=seeds)
 def test_astype_matches_numpy(src, dst, n, layout, container, seed):
     x = layout_1d(np.random.default_rng(seed), n, src, layout)
     if src in INEXACT and dst in ("uint8", "int32", "int64"):
@@ -271,7 +282,7 @@ def test_astype_matches_numpy(src, dst, n, layout, container, seed):
 @given(dc=st.sampled_from(NUMPY_DTYPES), dx=st.sampled_from(NUMPY_DTYPES),
        dy=st.sampled_from(NUMPY_DTYPES), n=lengths, lc=st.sampled_from(LAYOUTS_1D),
        lx=st.sampled_from(LAYOUTS_1D), ly=st.sampled_from(LAYOUTS_1D),
-       container=st.sampled_from(["numpy", "array"]), seed=seeds)
+       container=containers, seed=seeds)
 def test_where_matches_numpy(dc, dx, dy, n, lc, lx, ly, container, seed):
     rng = np.random.default_rng(seed)
     c, x, y = (layout_1d(rng, n, d, lay) for d, lay in ((dc, lc), (dx, lx), (dy, ly)))
@@ -289,7 +300,7 @@ def test_where_matches_numpy(dc, dx, dy, n, lc, lx, ly, container, seed):
        dy=st.sampled_from(NUMPY_DTYPES), n=lengths, la=st.sampled_from(LAYOUTS_1D),
        lx=st.sampled_from(LAYOUTS_1D), ly=st.sampled_from(LAYOUTS_1D),
        scalar_a=st.sampled_from([None, 2, -1.5, 0.5j, np.float32(0.5)]),
-       container=st.sampled_from(["numpy", "array"]), seed=seeds)
+       container=containers, seed=seeds)
 def test_axpy_matches_a_times_x_plus_y(da, dx, dy, n, la, lx, ly, scalar_a, container, seed):
     rng = np.random.default_rng(seed)
     a, x, y = (layout_1d(rng, n, d, lay) for d, lay in ((da, la), (dx, lx), (dy, ly)))
@@ -439,7 +450,7 @@ def check_float_reduction(got, want, terms, dtype, axis, keepdims, divide_by=1):
 
 @MORE
 @given(name=st.sampled_from(REDUCTIONS), dtype=dtypes, case=reduction_cases(),
-       container=st.sampled_from(["numpy", "array"]), special=st.booleans(), seed=seeds)
+       container=containers, special=st.booleans(), seed=seeds)
 def test_reductions_match_numpy(name, dtype, case, container, special, seed):
     shape, layout, axis, keepdims = case
     x = make_layout(np.random.default_rng(seed), shape, dtype, layout,
@@ -482,7 +493,7 @@ def test_reductions_match_numpy(name, dtype, case, container, special, seed):
 @SETTINGS
 @given(d1=st.sampled_from(NUMPY_DTYPES), d2=st.sampled_from(NUMPY_DTYPES), case=reduction_cases(),
        other=st.sampled_from(["same shape", "broadcast row", "0-d"]),
-       container=st.sampled_from(["numpy", "array"]), seed=seeds)
+       container=containers, seed=seeds)
 def test_dot_is_the_sum_of_the_product(d1, d2, case, other, container, seed):
     shape, layout, axis, keepdims = case
     rng = np.random.default_rng(seed)
