@@ -80,7 +80,7 @@ struct complex {
     const T abs_bi = b.im < T(0) ? -b.im : b.im;
     if (abs_br >= abs_bi) {
       if (abs_br == T(0) && abs_bi == T(0)) {  // inf/nan, signed by a alone (b may be -0.0)
-        const T zero = T(0);
+        const T zero = abs_br * abs_br;           // +0 (a literal 0 is an nvcc diagnostic)
         return {a.re / zero, a.im / zero};
       }
       const T rat = b.im / b.re;
