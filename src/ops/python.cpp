@@ -125,12 +125,17 @@ void ops_input(nb::handle obj, const char* op_name, const char* name, input_hold
 
 // A scalar operand (or zero_value) as one element of `dt`, with scalar_to_bytes's checks; its
 // messages name its own parameter ("value: ..."), so they are renamed after the op's argument.
-void ops_scalar(PyObject* value, dtype dt, unsigned char* out, const std::string& what) {
+// `arg` names an operand ("<op>: argument '<arg>'"), or is null for zero_value; the message is
+// built only on failure (this runs for every scalar operand).
+void ops_scalar(PyObject* value, dtype dt, unsigned char* out, const char* op_name,
+                const char* arg) {
   try {
     scalar_to_bytes(value, dt, out);
   } catch (nb::python_error& e) {
     std::string msg = nb::str(e.value()).c_str();
     if (msg.rfind("value: ", 0) == 0) msg.erase(0, 7);
+    const std::string what = std::string(op_name) +
+                             (arg ? std::string(": argument '") + arg + "'" : ": zero_value");
     const nb::object type = nb::borrow(e.type());
     PyErr_SetString(type.ptr(), (what + ": " + msg).c_str());
     throw nb::python_error();
@@ -398,12 +403,11 @@ nb::object elementwise(ops::op_id op, const char* op_name, const nb::handle* obj
     arg_types[i] = (op == ops::op_id::where && i == 0) ? type_id::bool_ : rt;
   for (int i = 0; i < n; ++i)
     if (args[i].kind != weak_kind::none)
-      ops_scalar(holders[i].scalar, ops::to_dtype(arg_types[i]), call.in[i].scalar,
-                 std::string(op_name) + ": argument '" + names[i] + "'");
+      ops_scalar(holders[i].scalar, ops::to_dtype(arg_types[i]), call.in[i].scalar, op_name,
+                 names[i]);
   call.params.has_value = !zero_value.is_none();
   if (call.params.has_value)
-    ops_scalar(zero_value.ptr(), ops::to_dtype(rt), call.params.value,
-               std::string(op_name) + ": zero_value");
+    ops_scalar(zero_value.ptr(), ops::to_dtype(rt), call.params.value, op_name, nullptr);
 
   // out= overlapping an input other than element for element (out=x[1:] of add(x[:-1], 1)): the
   // result goes to a temporary first, then into out, as NumPy does.
