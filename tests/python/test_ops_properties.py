@@ -51,6 +51,7 @@ EPS = {"float16": 2.0**-10, "bfloat16": 2.0**-7, "float32": 2.0**-23, "complex64
 EDGES = [7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257,
          255 * 32 - 1, 255 * 32, 255 * 32 + 1, 2**16 - 1, 2**16, 2**16 + 1, 2**17 + 1]
 lengths = st.one_of(st.integers(1, 300), st.integers(301, 5000), st.sampled_from(EDGES))
+lengths0 = st.one_of(st.just(0), lengths)  # empty too
 dtypes = st.sampled_from(DTYPES)
 seeds = st.integers(0, 2**32 - 1)
 # With a GPU, operands in device memory too: the same sweep through the CUDA kernels.
@@ -202,7 +203,7 @@ def exactness(name, *input_dtypes):
 
 
 @SETTINGS
-@given(name=st.sampled_from(list(UNARY)), dtype=dtypes, n=lengths,
+@given(name=st.sampled_from(list(UNARY)), dtype=dtypes, n=lengths0,
        layout=st.sampled_from(LAYOUTS_1D), container=containers,
        special=st.booleans(), seed=seeds)
 def test_unary_ops_match_numpy(name, dtype, n, layout, container, special, seed):
@@ -218,7 +219,7 @@ def test_unary_ops_match_numpy(name, dtype, n, layout, container, special, seed)
 
 
 @SETTINGS
-@given(name=st.sampled_from(list(BINARY)), d1=dtypes, d2=dtypes, n=lengths,
+@given(name=st.sampled_from(list(BINARY)), d1=dtypes, d2=dtypes, n=lengths0,
        l1=st.sampled_from(LAYOUTS_1D), l2=st.sampled_from(LAYOUTS_1D),
        container=containers, special=st.booleans(), seed=seeds)
 def test_binary_ops_match_numpy(name, d1, d2, n, l1, l2, container, special, seed):
@@ -257,7 +258,7 @@ def test_scalars_promote_as_numpy_2_does(name, dtype, n, layout, scalar, scalar_
 
 
 @SETTINGS
-@given(src=dtypes, dst=dtypes, n=lengths, layout=st.sampled_from(LAYOUTS_1D),
+@given(src=dtypes, dst=dtypes, n=lengths0, layout=st.sampled_from(LAYOUTS_1D),
        container=containers, seed=seeds)
 def test_astype_matches_numpy(src, dst, n, layout, container, seed):
     x = layout_1d(np.random.default_rng(seed), n, src, layout)
@@ -280,7 +281,7 @@ def test_astype_matches_numpy(src, dst, n, layout, container, seed):
 
 @SETTINGS
 @given(dc=st.sampled_from(NUMPY_DTYPES), dx=st.sampled_from(NUMPY_DTYPES),
-       dy=st.sampled_from(NUMPY_DTYPES), n=lengths, lc=st.sampled_from(LAYOUTS_1D),
+       dy=st.sampled_from(NUMPY_DTYPES), n=lengths0, lc=st.sampled_from(LAYOUTS_1D),
        lx=st.sampled_from(LAYOUTS_1D), ly=st.sampled_from(LAYOUTS_1D),
        container=containers, seed=seeds)
 def test_where_matches_numpy(dc, dx, dy, n, lc, lx, ly, container, seed):
@@ -297,7 +298,7 @@ def test_where_matches_numpy(dc, dx, dy, n, lc, lx, ly, container, seed):
 
 @SETTINGS
 @given(da=st.sampled_from(NUMPY_DTYPES), dx=st.sampled_from(NUMPY_DTYPES),
-       dy=st.sampled_from(NUMPY_DTYPES), n=lengths, la=st.sampled_from(LAYOUTS_1D),
+       dy=st.sampled_from(NUMPY_DTYPES), n=lengths0, la=st.sampled_from(LAYOUTS_1D),
        lx=st.sampled_from(LAYOUTS_1D), ly=st.sampled_from(LAYOUTS_1D),
        scalar_a=st.sampled_from([None, 2, -1.5, 0.5j, np.float32(0.5)]),
        container=containers, seed=seeds)
