@@ -4,11 +4,15 @@ Inputs (and ``out=``) are arrayport Arrays, Python scalars and any array that ``
 takes: the buffer protocol (NumPy, memoryview), ``__dlpack__`` and ``__cuda_array_interface__``
 (CuPy, PyTorch, JAX, Numba). The producer's pending work is ordered before the current stream.
 Results are Arrays in the inputs' memory kind and device; GPU work is enqueued on the calling
-thread's current stream (``with arrayport.cuda.Stream():``).
+thread's current stream (``with arrayport.cuda.Stream():``), the result's stream. An arrayport
+Array operand (or ``out=``) on another stream is waited for with an event, and its stream waits
+for the op in turn; a CPU op over pinned or managed memory waits for those streams first.
 
 Result dtypes follow NumPy 2: ``np.result_type`` for arrays, NEP 50 for Python scalars (a Python
 int/float/complex takes the array's dtype when its kind fits, so ``add(uint8_array, 300)`` raises
-OverflowError and ``multiply(float32_array, 1j)`` is complex64). bfloat16 promotes like float16,
+OverflowError and ``multiply(float32_array, 1j)`` is complex64). NumPy scalars are 0-d arrays,
+strong as any array: ``add(float32_array, np.float64(1.5))`` is float64. ``axpy(a, x, y)`` is
+``a * x + y``: the product's dtype first (where it wraps or rounds), then the sum's. bfloat16 promotes like float16,
 except that float16 with bfloat16 gives float32. Deviation from NumPy: ``out=`` must have the
 result dtype exactly (no casting). An ``out=`` that overlaps an input other than element for
 element (``add(x[:-1], 1, out=x[1:])``) is computed through a temporary, as NumPy does.

@@ -1,6 +1,6 @@
 """Type stubs for arrayport.ops (the functions live in arrayport._core.ops)."""
 
-from typing import Any
+from typing import Any, SupportsIndex
 
 from ._core import Array
 
@@ -9,7 +9,7 @@ __all__ = ["abs", "add", "astype", "axpy", "copy", "divide", "dot", "max", "maxi
 
 _Operand = Array | bool | int | float | complex | Any  # Any: any array arrayport.view takes (buffer protocol, DLPack, CAI)
 _Out = Array | Any | None
-_Axis = int | tuple[int, ...] | None
+_Axis = SupportsIndex | tuple[SupportsIndex, ...] | None  # ints, NumPy's too (not bool)
 _Device = int | Any | None  # an index or an arrayport.cuda.Device: run there (see the module doc)
 
 def add(x1: _Operand, x2: _Operand, *, out: _Out = None, device: _Device = None) -> Array: ...

@@ -48,13 +48,31 @@ type_id promote(type_id a, type_id b) noexcept {
   return table[static_cast<int>(a)][static_cast<int>(b)];
 }
 
-type_id result_type(op_id op, const char* op_name, const ops_arg* const* args, int n) {
-  std::optional<type_id> strong;
+namespace {
+
+// NumPy's default dtype of a Python scalar's kind (what np.asarray gives it).
+type_id default_type(weak_kind k) noexcept {
+  switch (k) {
+    case weak_kind::bool_: return T::bool_;
+    case weak_kind::int_: return T::int64;
+    case weak_kind::float_: return T::float64;
+    default: return T::complex128;
+  }
+}
+
+// NEP 50 over `args` (no op rule), starting from `strong` when given (a strong dtype).
+type_id promote_args(const char* op_name, const ops_arg* const* args, int n,
+                     std::optional<type_id> strong) {
   weak_kind weakest = weak_kind::none;
   for (int i = 0; i < n; ++i) {
     const ops_arg* a = args[i];
     if (a->kind != weak_kind::none) {
-      weakest = std::max(weakest, a->kind);
+      if (a->strong) {
+        const type_id t = default_type(a->kind);
+        strong = strong ? promote(*strong, t) : t;
+      } else {
+        weakest = std::max(weakest, a->kind);
+      }
       continue;
     }
     const type_id t = to_type_id(a->view.dtype());
@@ -68,20 +86,26 @@ type_id result_type(op_id op, const char* op_name, const ops_arg* const* args, i
   // NEP 50: a Python scalar takes the arrays' dtype when its kind fits in it, and otherwise the
   // default dtype of its kind (int64, float64, complex128) -- except that a Python complex with
   // float32 (or narrower) arrays gives complex64. Without arrays, the scalars' default dtype.
+  if (!strong) return default_type(weakest);
+  type_id r = *strong;
+  if (weakest == weak_kind::int_ && r == T::bool_) r = T::int64;
+  if (weakest == weak_kind::float_ && (r == T::bool_ || is_integer(r))) r = T::float64;
+  if (weakest == weak_kind::complex_ && !is_complex(r))
+    r = (r == T::float16 || r == T::bfloat16 || r == T::float32) ? T::complex64 : T::complex128;
+  return r;
+}
+
+}  // namespace
+
+type_id result_type(op_id op, const char* op_name, const ops_arg* const* args, int n) {
   type_id r;
-  if (!strong) {
-    switch (weakest) {
-      case weak_kind::bool_: r = T::bool_; break;
-      case weak_kind::int_: r = T::int64; break;
-      case weak_kind::float_: r = T::float64; break;
-      default: r = T::complex128; break;
-    }
+  if (op == op_id::axpy && n == 3 &&
+      !(args[0]->kind != weak_kind::none && args[1]->kind != weak_kind::none)) {
+    // NumPy computes a * x first: its dtype, strong (an array), is then promoted with y's. (Two
+    // Python scalars multiply into a Python scalar: the caller computes that product first.)
+    r = promote_args(op_name, args + 2, 1, promote_args(op_name, args, 2, std::nullopt));
   } else {
-    r = *strong;
-    if (weakest == weak_kind::int_ && r == T::bool_) r = T::int64;
-    if (weakest == weak_kind::float_ && (r == T::bool_ || is_integer(r))) r = T::float64;
-    if (weakest == weak_kind::complex_ && !is_complex(r))
-      r = (r == T::float16 || r == T::bfloat16 || r == T::float32) ? T::complex64 : T::complex128;
+    r = promote_args(op_name, args, n, std::nullopt);
   }
   if (op == op_id::divide && (r == T::bool_ || is_integer(r))) r = T::float64;
   if (op == op_id::sqrt && (r == T::bool_ || r == T::uint8)) r = T::float16;
@@ -89,7 +113,9 @@ type_id result_type(op_id op, const char* op_name, const ops_arg* const* args, i
   if (!supports(op, r))
     throw type_error(std::string(op_name) + ": not supported for dtype " +
                      std::string(to_dtype(r).name()) +
-                     (r == T::bool_ ? " (NumPy refuses it too; cast to an integer dtype first)" : ""));
+                     (r != T::bool_ ? ""
+                      : op == op_id::square ? " (NumPy gives int8, which ops has not; cast first)"
+                                            : " (NumPy refuses it too; cast to an integer dtype first)"));
   return r;
 }
 
@@ -152,6 +178,19 @@ placement place(const char* op_name, const ops_arg* const* arrays, int n) {
   }
   p.device = device_arg ? device_arg->view.device().device_id : -1;
   p.gpu_reachable = any_cuda;
+  for (int i = 0; i < n; ++i) {
+    const ops_arg* a = arrays[i];
+    const memory_kind k = a->view.kind();
+    // Pageable host memory is complete when its producer returns (copies into it synchronise).
+    if (!a->ordered || k == memory_kind::host) continue;
+    const placement::array_stream s{
+        a->view.stream(),
+        k == memory_kind::device || k == memory_kind::managed ? a->view.device().device_id : -1};
+    bool seen = false;
+    for (int j = 0; j < p.n_streams; ++j)
+      seen |= p.streams[j].handle == s.handle && p.streams[j].device == s.device;
+    if (!seen) p.streams[p.n_streams++] = s;
+  }
   p.on_gpu = any_device_only || (!host_arg && any_cuda && runtime::is_available());
   if (p.on_gpu && p.device >= 0) {
     // The op runs on the current stream with its arguments' device current: a stream of another
@@ -244,6 +283,37 @@ void build_layout(ew_call& call, const strided_view& out, const std::int64_t* sh
   call.flat = flat;
 }
 
+namespace {
+
+// The GPU side of a call on `stream` (of where.device): it waits for the streams its Array
+// operands are ready on (an event each, no host wait), and they wait for it afterwards. One
+// stream, the common case, costs a comparison.
+void wait_for_arrays(const placement& where, stream_handle stream) {
+  for (int i = 0; i < where.n_streams; ++i)
+    if (where.streams[i].handle != stream)
+      runtime::order_streams(where.streams[i].handle, where.streams[i].device, stream,
+                             where.device);
+}
+void order_arrays_after(const placement& where, stream_handle stream) {
+  for (int i = 0; i < where.n_streams; ++i)
+    if (where.streams[i].handle != stream)
+      runtime::order_streams(stream, where.device, where.streams[i].handle,
+                             where.streams[i].device);
+}
+
+// The CPU reads memory the GPU may still be writing (managed/pinned operands): it waits for the
+// current stream (foreign operands were ordered before it) and for each Array operand's stream.
+void cpu_waits(const placement& where) {
+  if (!where.gpu_reachable || !runtime::is_available()) return;
+  const stream_handle current = ext::current_stream().handle;
+  runtime::stream_synchronize(current, where.device);
+  for (int i = 0; i < where.n_streams; ++i)
+    if (where.streams[i].handle != current)
+      runtime::stream_synchronize(where.streams[i].handle, where.streams[i].device);
+}
+
+}  // namespace
+
 void launch(ew_call& call, const placement& where) {
   const int op = static_cast<int>(call.op), t = static_cast<int>(call.compute);
   if (call.size == 0) return;
@@ -252,15 +322,15 @@ void launch(ew_call& call, const placement& where) {
     const ew_fn fn = cuda::elementwise_table[std::size_t(op)][std::size_t(t)];
     runtime::device_guard guard(where.device);
     call.stream = ext::current_stream().handle;
+    wait_for_arrays(where, call.stream);
     fn(call);
+    order_arrays_after(where, call.stream);
     return;
 #else
     runtime::require_device("arrayport.ops on device memory");
 #endif
   }
-  // The CPU reads memory the GPU may still be writing (managed/pinned operands): wait for it.
-  if (where.gpu_reachable && runtime::is_available())
-    runtime::stream_synchronize(ext::current_stream().handle, where.device);
+  cpu_waits(where);
   cpu::elementwise_table[std::size_t(op)][std::size_t(t)](call);
 }
 
@@ -375,14 +445,15 @@ void launch(reduce_call& call, const placement& where) {
 #if ARRAYPORT_HAS_CUDA
     runtime::device_guard guard(where.device);
     call.stream = ext::current_stream().handle;
+    wait_for_arrays(where, call.stream);
     cuda::reduce_table[std::size_t(op)][std::size_t(t)](call);
+    order_arrays_after(where, call.stream);
     return;
 #else
     runtime::require_device("arrayport.ops on device memory");
 #endif
   }
-  if (where.gpu_reachable && runtime::is_available())
-    runtime::stream_synchronize(ext::current_stream().handle, where.device);
+  cpu_waits(where);
   cpu::reduce_table[std::size_t(op)][std::size_t(t)](call);
 }
 

@@ -17,7 +17,8 @@
 
 namespace arrayport::ops {
 
-/// The kind of a Python scalar operand; NEP 50 calls these "weak": they adapt to the arrays.
+/// The kind of a Python scalar operand. NEP 50 calls bool, int, float and complex themselves
+/// "weak": they adapt to the arrays. NumPy scalars are arrays (0-d, strong) and never reach here.
 enum class weak_kind : std::uint8_t { none, bool_, int_, float_, complex_ };
 
 /// One argument of an op: an array view, or a Python scalar (kind only; its value is converted to
@@ -25,6 +26,12 @@ enum class weak_kind : std::uint8_t { none, bool_, int_, float_, complex_ };
 struct ops_arg {
   strided_view view;         ///< valid when kind == weak_kind::none
   weak_kind kind = weak_kind::none;
+  /// A scalar of a subclass of int, float or complex (an IntEnum): NumPy 2 gives it its kind's
+  /// default dtype (int64, float64, complex128) as a strong type, as it would a 0-d array.
+  bool strong = false;
+  /// An arrayport Array: its data is ready on view.stream(), which the op is ordered after (and
+  /// before again). Other arrays were ordered before the current stream by the consume bridge.
+  bool ordered = false;
   const char* name = "x";    ///< the argument's name in error messages
 };
 
@@ -34,6 +41,7 @@ type_id promote(type_id a, type_id b) noexcept;
 
 /// The result dtype of an element-wise op over `args` (where's condition excluded by the caller),
 /// following NEP 50, then the op's own rule (true division and sqrt of integers give floats).
+/// axpy's is that of a * x + y in NumPy: the product's dtype, then the sum's.
 /// Throws type_error naming the op and dtype when the op does not support it.
 type_id result_type(op_id op, const char* op_name, const ops_arg* const* args, int n);
 inline type_id result_type(op_id op, const char* op_name,
@@ -51,6 +59,15 @@ struct placement {
   /// (NumPy arrays) skip the wait, as NumPy itself would: a NumPy array over pages the GPU writes
   /// (cuda.register, np.asarray of a pinned Array) is the caller's to synchronize first.
   bool gpu_reachable = false;
+  /// The streams of the Array operands (ops_arg::ordered) in memory the GPU reaches, other than
+  /// the current one: a GPU call's stream waits for each (an event) and each waits for it after
+  /// (later readers of an input or out=, and stream-ordered frees); a CPU call waits for them.
+  struct array_stream {
+    stream_handle handle;
+    int device;  ///< the device a default-stream handle names (-1: the current one)
+  };
+  int n_streams = 0;
+  array_stream streams[max_inputs + 1];
 };
 
 /// Chooses the placement from the array operands' memory kinds (`out` included): device memory

@@ -54,10 +54,9 @@ struct ew_call {
 /// A kernel entry: runs one call (the CPU one returns when done; the CUDA one once enqueued).
 using ew_fn = void (*)(const ew_call&);
 
-/// Loads the element at `p` (of dtype `t`) as the compute type of storage type A.
-template <class A>
-ARRAYPORT_HOST_DEVICE inline compute_t<A> load_converting(const char* p, type_id t) {
-  using C = compute_t<A>;
+/// Loads the element at `p` (of dtype `t`) as storage or compute type C.
+template <class C>
+ARRAYPORT_HOST_DEVICE inline C load_as(const char* p, type_id t) {
   switch (t) {
     case type_id::bool_: return convert<C>(*reinterpret_cast<const std::uint8_t*>(p) != 0);
     case type_id::uint8: return convert<C>(*reinterpret_cast<const std::uint8_t*>(p));
@@ -72,6 +71,15 @@ ARRAYPORT_HOST_DEVICE inline compute_t<A> load_converting(const char* p, type_id
     case type_id::uint64: return convert<C>(*reinterpret_cast<const std::uint64_t*>(p));
     default: return C{};
   }
+}
+
+/// Loads the element at `p` (of dtype `t`) as the compute type of storage type A. A 16-bit float
+/// kernel computes in float, but its inputs are rounded to A first, as NumPy casts them to the
+/// loop's dtype (a double rounded to float on the way would be rounded twice).
+template <class A>
+ARRAYPORT_HOST_DEVICE inline compute_t<A> load_converting(const char* p, type_id t) {
+  if constexpr (std::is_same_v<compute_t<A>, A>) return load_as<A>(p, t);
+  else return convert<compute_t<A>>(load_as<A>(p, t));
 }
 
 /// Loads one element of storage type A (bool read as a byte, so any nonzero byte is true).

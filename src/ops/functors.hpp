@@ -164,9 +164,12 @@ struct copy_fn {
 struct where_fn {  // the condition arrives as bool (a converting load for any other dtype)
   template <class C> ARRAYPORT_HOST_DEVICE C operator()(bool c, C x, C y) const { return c ? x : y; }
 };
+/// a * x + y for storage type S: the product is rounded to S before the add (16-bit floats
+/// compute in float), as NumPy's two operations round it.
+template <class S>
 struct axpy_fn {
   template <class C> ARRAYPORT_HOST_DEVICE C operator()(C a, C x, C y) const {
-    return detail::wrap_add(detail::wrap_mul(a, x), y);
+    return detail::wrap_add(convert<C>(convert<S>(detail::wrap_mul(a, x))), y);
   }
 };
 
@@ -209,20 +212,23 @@ template <class C> struct functor_of<op_id::sqrt, C> { using type = sqrt_fn; };
 template <class C> struct functor_of<op_id::abs, C> { using type = abs_fn; };
 template <class C> struct functor_of<op_id::copy, C> { using type = copy_fn; };
 template <class C> struct functor_of<op_id::where, C> { using type = where_fn; };
-template <class C> struct functor_of<op_id::axpy, C> { using type = axpy_fn; };
+template <class C> struct functor_of<op_id::axpy, C> { using type = void; };  // make_functor
 
 /// Builds the functor for result storage type S from the call's parameters.
 template <op_id Op, class S>
 auto make_functor(const op_params& p) {
   using C = compute_t<S>;
-  using F = typename functor_of<Op, C>::type;
-  if constexpr (Op == op_id::divide) {
+  if constexpr (Op == op_id::axpy) {
+    (void)p;
+    return axpy_fn<S>{};
+  } else if constexpr (Op == op_id::divide) {
+    using F = typename functor_of<Op, C>::type;
     S zero;
     std::memcpy(&zero, p.value, sizeof zero);
     return F{convert<C>(zero), p.has_value};
   } else {
     (void)p;
-    return F{};
+    return typename functor_of<Op, C>::type{};
   }
 }
 

@@ -81,20 +81,33 @@ void ops_input(nb::handle obj, const char* op_name, const char* name, input_hold
                ops_arg& arg, bool allow_scalar = true) {
   arg.name = name;
   arg.kind = weak_kind::none;
+  arg.strong = arg.ordered = false;
   PyObject* o = obj.ptr();
   if (is_array(o)) {
     arg.view = strided_view(reinterpret_cast<array_object*>(o)->view);
     require_reachable_operand(arg, h, op_name, name, o);
+    arg.ordered = true;
     return;
   }
   if (allow_scalar) {
+    // NEP 50: bool, int, float and complex themselves are weak. NumPy's scalars are 0-d arrays
+    // (np.float64 is a float subclass): the buffer protocol below takes them, strong. Other
+    // subclasses (an IntEnum) are strong too, of their kind's default dtype, as in NumPy 2.
     weak_kind k = weak_kind::none;
+    bool strong = false;
     if (PyBool_Check(o)) k = weak_kind::bool_;
-    else if (PyLong_CheckExact(o) || PyLong_Check(o)) k = weak_kind::int_;
-    else if (PyFloat_Check(o)) k = weak_kind::float_;
-    else if (PyComplex_Check(o)) k = weak_kind::complex_;
+    else if (PyLong_CheckExact(o)) k = weak_kind::int_;
+    else if (PyFloat_CheckExact(o)) k = weak_kind::float_;
+    else if (PyComplex_CheckExact(o)) k = weak_kind::complex_;
+    else if (!PyObject_CheckBuffer(o)) {
+      strong = true;
+      if (PyLong_Check(o)) k = weak_kind::int_;
+      else if (PyFloat_Check(o)) k = weak_kind::float_;
+      else if (PyComplex_Check(o)) k = weak_kind::complex_;
+    }
     if (k != weak_kind::none) {
       arg.kind = k;
+      arg.strong = strong;
       h.scalar = o;
       return;
     }
@@ -116,6 +129,25 @@ void ops_input(nb::handle obj, const char* op_name, const char* name, input_hold
   }
   arg.view = h.held->view();
   require_reachable_operand(arg, h, op_name, name, o);
+}
+
+// A scalar operand (or zero_value) as one element of `dt`, with scalar_to_bytes's checks; its
+// messages name its own parameter ("value: ..."), so they are renamed after the op's argument.
+// `arg` names an operand ("<op>: argument '<arg>'"), or is null for zero_value; the message is
+// built only on failure (this runs for every scalar operand).
+void ops_scalar(PyObject* value, dtype dt, unsigned char* out, const char* op_name,
+                const char* arg) {
+  try {
+    scalar_to_bytes(value, dt, out);
+  } catch (nb::python_error& e) {
+    std::string msg = nb::str(e.value()).c_str();
+    if (msg.rfind("value: ", 0) == 0) msg.erase(0, 7);
+    const std::string what = std::string(op_name) +
+                             (arg ? std::string(": argument '") + arg + "'" : ": zero_value");
+    const nb::object type = nb::borrow(e.type());
+    PyErr_SetString(type.ptr(), (what + ": " + msg).c_str());
+    throw nb::python_error();
+  }
 }
 
 // Foreign arrays are released when the op returns, but a GPU kernel reads them (and writes a
@@ -287,6 +319,25 @@ nb::object elementwise(ops::op_id op, const char* op_name, const nb::handle* obj
   } else {
     rt = ops::result_type(op, op_name, typed, n_typed);
   }
+  if (op == ops::op_id::axpy) {
+    // a * x + y as NumPy computes it: fused when the product has the result's dtype already; else
+    // the product first, in its own dtype (where it may wrap or round), then the sum. Two Python
+    // scalars multiply in Python, as `a * x` does (exactly, into a Python scalar).
+    static const char* const sum_names[] = {"a * x", "y"};
+    nb::object product;
+    if (args[0].kind != weak_kind::none && args[1].kind != weak_kind::none) {
+      if (stage.device >= 0) return nb::object();  // _pipeline.run takes it
+      product = nb::steal(PyNumber_Multiply(objs[0].ptr(), objs[1].ptr()));
+      if (!product.is_valid()) throw nb::python_error();
+    } else if (ops::result_type(ops::op_id::multiply, op_name, {&args[0], &args[1]}) != rt) {
+      if (stage.device >= 0) return nb::object();
+      product = elementwise(ops::op_id::multiply, op_name, objs, names, 2, nb::none());
+    }
+    if (product.is_valid()) {
+      const nb::handle sum_objs[] = {product, objs[2]};
+      return elementwise(ops::op_id::add, op_name, sum_objs, sum_names, 2, out_obj);
+    }
+  }
   type_id out_t = rt;
   if (op == ops::op_id::abs && ops::is_complex(rt))
     out_t = rt == type_id::complex64 ? type_id::float32 : type_id::float64;
@@ -347,9 +398,11 @@ nb::object elementwise(ops::op_id op, const char* op_name, const nb::handle* obj
     arg_types[i] = (op == ops::op_id::where && i == 0) ? type_id::bool_ : rt;
   for (int i = 0; i < n; ++i)
     if (args[i].kind != weak_kind::none)
-      scalar_to_bytes(holders[i].scalar, ops::to_dtype(arg_types[i]), call.in[i].scalar);
+      ops_scalar(holders[i].scalar, ops::to_dtype(arg_types[i]), call.in[i].scalar, op_name,
+                 names[i]);
   call.params.has_value = !zero_value.is_none();
-  if (call.params.has_value) scalar_to_bytes(zero_value.ptr(), ops::to_dtype(rt), call.params.value);
+  if (call.params.has_value)
+    ops_scalar(zero_value.ptr(), ops::to_dtype(rt), call.params.value, op_name, nullptr);
 
   // out= overlapping an input other than element for element (out=x[1:] of add(x[:-1], 1)): the
   // result goes to a temporary first, then into out, as NumPy does.
@@ -418,34 +471,64 @@ nb::object elementwise(ops::op_id op, const char* op_name, const nb::handle* obj
   return make_owned_array(std::move(result.storage), out_dt, shape, nd, current_stream_object());
 }
 
-// axis: None (all), an int, or a tuple of ints; negative counts from the end.
+// axis: None (all), an int (anything with __index__ but a bool, as NumPy takes), or a tuple of
+// them; negative counts from the end. Each error names the argument, the expected and the given.
 std::vector<int> parse_axes(nb::handle axis, int ndim, const char* op_name) {
   std::vector<int> axes;
   if (axis.is_none()) {
     for (int d = 0; d < ndim; ++d) axes.push_back(d);
     return axes;
   }
+  const std::string name = std::string(op_name) + ": axis";
+  const bool is_tuple = PyTuple_Check(axis.ptr());
+  std::vector<long long> given;
   auto one = [&](nb::handle h) {
-    if (!PyLong_Check(h.ptr()) || PyBool_Check(h.ptr()))
-      throw type_error(std::string(op_name) + ": axis: expected None, an int or a tuple of ints, got " +
-                       Py_TYPE(h.ptr())->tp_name);
-    long long a = PyLong_AsLongLong(h.ptr());
+    PyObject* o = h.ptr();
+    if (PyBool_Check(o) || !PyIndex_Check(o))
+      throw type_error(name + ": expected None, an int or a tuple of ints, got " +
+                       (is_tuple ? "a tuple holding " : "") + python::detail::type_name(o));
+    const nb::object i = nb::steal(PyNumber_Index(o));
+    if (!i.is_valid()) throw nb::python_error();
+    int overflow = 0;
+    const long long a = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
     if (a == -1 && PyErr_Occurred()) throw nb::python_error();
-    if (a < -ndim || a >= ndim)
-      throw value_error(std::string(op_name) + ": axis " + std::to_string(a) +
-                        " is out of bounds for array of dimension " + std::to_string(ndim));
+    if (overflow || a < -ndim || a >= ndim)
+      throw value_error(name + ": " + nb::str(i).c_str() + " is out of bounds for an array of " +
+                        std::to_string(ndim) + " dimension" + (ndim == 1 ? "" : "s") +
+                        (ndim == 0 ? " (it has no axes)"
+                                   : " (expected " + std::to_string(-ndim) + " to " +
+                                         std::to_string(ndim - 1) + ")"));
     const int d = static_cast<int>(a < 0 ? a + ndim : a);
-    if (std::find(axes.begin(), axes.end(), d) != axes.end())
-      throw value_error(std::string(op_name) + ": axis: duplicate value " + std::to_string(a));
+    const auto seen = std::find(axes.begin(), axes.end(), d);
+    if (seen != axes.end())
+      throw value_error(name + ": expected distinct axes, got axis " + std::to_string(d) +
+                        " twice (as " + std::to_string(given[std::size_t(seen - axes.begin())]) +
+                        " and " + std::to_string(a) + ")");
     axes.push_back(d);
+    given.push_back(a);
   };
-  if (PyTuple_Check(axis.ptr())) {
+  if (is_tuple) {
     for (nb::handle h : nb::borrow<nb::tuple>(axis)) one(h);
   } else {
     one(axis);
   }
   std::sort(axes.begin(), axes.end());
   return axes;
+}
+
+// keepdims: a bool (Python's or NumPy's); anything else is a TypeError naming it, not a truth test.
+bool parse_keepdims(nb::handle keepdims, const char* op_name) {
+  PyObject* o = keepdims.ptr();
+  if (o == Py_True) return true;
+  if (o == Py_False) return false;
+  const std::string type = Py_TYPE(o)->tp_name;
+  if (type == "numpy.bool" || type == "numpy.bool_") {
+    const int truth = PyObject_IsTrue(o);
+    if (truth < 0) throw nb::python_error();
+    return truth != 0;
+  }
+  throw type_error(std::string(op_name) + ": keepdims: expected a bool, got " +
+                   python::detail::type_name(o));
 }
 
 // A reduction's out=: the result's shape and dtype exactly (no casting), writable.
@@ -503,9 +586,10 @@ const char* reduce_name(ops::reduce_op op) {
   }
 }
 
-nb::object reduce(ops::reduce_op op, nb::handle x, nb::handle axis, bool keepdims,
+nb::object reduce(ops::reduce_op op, nb::handle x, nb::handle axis, nb::handle keepdims_obj,
                   nb::handle out_obj) {
   const char* op_name = reduce_name(op);
+  const bool keepdims = parse_keepdims(keepdims_obj, op_name);
   input_holder hs[2];
   ops_arg args[2];
   ops_input(x, op_name, "x", hs[0], args[0], /*allow_scalar=*/false);
@@ -526,7 +610,8 @@ nb::object reduce(ops::reduce_op op, nb::handle x, nb::handle axis, bool keepdim
   const std::vector<std::int64_t> shape = ops::build_reduce(call, args[0].view, axes, keepdims);
   const dtype out_dt = ops::to_dtype(rt);
   if (has_out) check_reduce_out(op_name, args[1].view, out_dt, shape);
-  if (call.len == 0 && call.n_out > 0 && (op == ops::reduce_op::min || op == ops::reduce_op::max))
+  // As NumPy: a reduction over nothing has no value, even into an empty result.
+  if (call.len == 0 && (op == ops::reduce_op::min || op == ops::reduce_op::max))
     throw value_error(std::string(op_name) + ": zero-size array to reduction operation " +
                       op_name + " which has no identity");
   nb::object r = finish_reduce(call, op_name, where, out_dt, shape, args, 1,
@@ -538,7 +623,9 @@ nb::object reduce(ops::reduce_op op, nb::handle x, nb::handle axis, bool keepdim
 // sum(x * y) over axis, x and y broadcast together: the inner product (no conjugation) of 1-d
 // arrays, and along axes of n-d ones (np.vecdot's product without its conjugation; not np.dot's
 // matrix product).
-nb::object dot(nb::handle x, nb::handle y, nb::handle axis, bool keepdims, nb::handle out_obj) {
+nb::object dot(nb::handle x, nb::handle y, nb::handle axis, nb::handle keepdims_obj,
+               nb::handle out_obj) {
+  const bool keepdims = parse_keepdims(keepdims_obj, "dot");
   input_holder hs[3];
   ops_arg args[3];
   ops_input(x, "dot", "x", hs[0], args[0], false);
@@ -608,7 +695,8 @@ void register_ops(nb::module_& parent) {
             if (!device.is_none())
               return elementwise_on_device(op, name, objs, names, 2, out, device, {});
             return elementwise(op, name, objs, names, 2, out);
-          }, "x1"_a, "x2"_a, nb::kw_only(), "out"_a = nb::none(), "device"_a = nb::none(), doc);
+          }, "x1"_a.none(), "x2"_a.none(), nb::kw_only(), "out"_a = nb::none(),
+          "device"_a = nb::none(), doc);
   };
   binary("add", ops::op_id::add, "x1 + x2, element-wise, with NumPy broadcasting.");
   binary("subtract", ops::op_id::subtract, "x1 - x2, element-wise.");
@@ -626,7 +714,8 @@ void register_ops(nb::module_& parent) {
                                          params, zero_value);
           }
           return elementwise(ops::op_id::divide, "divide", objs, names, 2, out, zero_value);
-        }, "x1"_a, "x2"_a, nb::kw_only(), "out"_a = nb::none(), "zero_value"_a = nb::none(),
+        }, "x1"_a.none(), "x2"_a.none(), nb::kw_only(), "out"_a = nb::none(),
+        "zero_value"_a = nb::none(),
         "device"_a = nb::none(),
         "x1 / x2 (true division); where x2 == 0 gives zero_value when one is given.");
 
@@ -636,7 +725,7 @@ void register_ops(nb::module_& parent) {
             if (!device.is_none())
               return elementwise_on_device(op, name, &x, names, 1, out, device, {});
             return elementwise(op, name, &x, names, 1, out);
-          }, "x"_a, nb::kw_only(), "out"_a = nb::none(), "device"_a = nb::none(), doc);
+          }, "x"_a.none(), nb::kw_only(), "out"_a = nb::none(), "device"_a = nb::none(), doc);
   };
   unary("negative", ops::op_id::negative, "-x, element-wise.");
   unary("square", ops::op_id::square, "x * x, element-wise.");
@@ -653,7 +742,8 @@ void register_ops(nb::module_& parent) {
           }
           const dtype target = parse_ops_dtype(dt);
           return elementwise(ops::op_id::copy, "astype", &x, names, 1, out, nb::none(), &target);
-        }, "x"_a, "dtype"_a, nb::kw_only(), "out"_a = nb::none(), "device"_a = nb::none(),
+        }, "x"_a.none(), "dtype"_a.none(), nb::kw_only(), "out"_a = nb::none(),
+        "device"_a = nb::none(),
         "x converted to dtype (NumPy's unsafe casting: wraps, truncates, drops imaginary parts).");
   m.def("where", [](nb::handle condition, nb::handle x, nb::handle y, nb::handle out,
                     nb::handle device) {
@@ -662,7 +752,7 @@ void register_ops(nb::module_& parent) {
           if (!device.is_none())
             return elementwise_on_device(ops::op_id::where, "where", objs, names, 3, out, device, {});
           return elementwise(ops::op_id::where, "where", objs, names, 3, out);
-        }, "condition"_a, "x"_a, "y"_a, nb::kw_only(), "out"_a = nb::none(),
+        }, "condition"_a.none(), "x"_a.none(), "y"_a.none(), nb::kw_only(), "out"_a = nb::none(),
         "device"_a = nb::none(), "x where condition is true, else y (condition converted to bool).");
   m.def("axpy", [](nb::handle a, nb::handle x, nb::handle y, nb::handle out, nb::handle device) {
           const nb::handle objs[] = {a, x, y};
@@ -670,11 +760,12 @@ void register_ops(nb::module_& parent) {
           if (!device.is_none())
             return elementwise_on_device(ops::op_id::axpy, "axpy", objs, names, 3, out, device, {});
           return elementwise(ops::op_id::axpy, "axpy", objs, names, 3, out);
-        }, "a"_a, "x"_a, "y"_a, nb::kw_only(), "out"_a = nb::none(), "device"_a = nb::none(),
+        }, "a"_a.none(), "x"_a.none(), "y"_a.none(), nb::kw_only(), "out"_a = nb::none(),
+        "device"_a = nb::none(),
         "a * x + y in one pass (rounded after the multiply and after the add, as NumPy would).");
 
   auto reduction = [&](const char* name, ops::reduce_op op, const char* doc) {
-    m.def(name, [op, name](nb::handle x, nb::handle axis, bool keepdims, nb::handle out,
+    m.def(name, [op, name](nb::handle x, nb::handle axis, nb::handle keepdims, nb::handle out,
                            nb::handle device) {
             if (!device.is_none()) {
               nb::dict params;
@@ -683,14 +774,15 @@ void register_ops(nb::module_& parent) {
               return on_device(name, nb::make_tuple(x), out, device, params);
             }
             return reduce(op, x, axis, keepdims, out);
-          }, "x"_a, "axis"_a = nb::none(), "keepdims"_a = false, nb::kw_only(),
+          }, "x"_a.none(), "axis"_a.none() = nb::none(), "keepdims"_a.none() = nb::bool_(false),
+          nb::kw_only(),
           "out"_a = nb::none(), "device"_a = nb::none(), doc);
   };
   reduction("sum", ops::reduce_op::sum, "Sum over axis (None: all), pairwise/tree accumulated.");
   reduction("mean", ops::reduce_op::mean, "Mean over axis (None: all); integers give float64.");
   reduction("min", ops::reduce_op::min, "Minimum over axis; NaN propagates; empty is an error.");
   reduction("max", ops::reduce_op::max, "Maximum over axis; NaN propagates; empty is an error.");
-  m.def("dot", [](nb::handle x, nb::handle y, nb::handle axis, bool keepdims, nb::handle out,
+  m.def("dot", [](nb::handle x, nb::handle y, nb::handle axis, nb::handle keepdims, nb::handle out,
                   nb::handle device) {
           if (!device.is_none()) {
             nb::dict params;
@@ -699,7 +791,8 @@ void register_ops(nb::module_& parent) {
             return on_device("dot", nb::make_tuple(x, y), out, device, params);
           }
           return dot(x, y, axis, keepdims, out);
-        }, "x"_a, "y"_a, "axis"_a = nb::none(), "keepdims"_a = false, nb::kw_only(),
+        }, "x"_a.none(), "y"_a.none(), "axis"_a.none() = nb::none(),
+        "keepdims"_a.none() = nb::bool_(false), nb::kw_only(),
         "out"_a = nb::none(), "device"_a = nb::none(),
         "sum(x * y) over axis (None: all), x and y broadcast together; no conjugation. For 1-d "
         "arrays the inner product; not NumPy's matrix product for 2-d ones.");

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 
@@ -78,7 +79,10 @@ struct complex {
     const T abs_br = b.re < T(0) ? -b.re : b.re;
     const T abs_bi = b.im < T(0) ? -b.im : b.im;
     if (abs_br >= abs_bi) {
-      if (abs_br == T(0) && abs_bi == T(0)) return {a.re / abs_br, a.im / abs_bi};  // inf/nan
+      if (abs_br == T(0) && abs_bi == T(0)) {  // inf/nan, signed by a alone (b may be -0.0)
+        const T zero = abs_br * abs_br;           // +0 (a literal 0 is an nvcc diagnostic)
+        return {a.re / zero, a.im / zero};
+      }
       const T rat = b.im / b.re;
       const T scl = T(1) / (b.re + b.im * rat);
       return {(a.re + a.im * rat) * scl, (a.im - a.re * rat) * scl};
@@ -158,6 +162,20 @@ ARRAYPORT_HOST_DEVICE I float_to_int(F x) {
     return I(0);
   }
 }
+// A double as the float nearest it with its last bit made odd when inexact ("round to odd"): a
+// 16-bit float rounded from that is the double's own nearest, as NumPy's casts give; rounding
+// through the nearest float instead is off by one unit now and then (twice rounded).
+ARRAYPORT_HOST_DEVICE inline float to_float_round_to_odd(double x) {
+  float f = static_cast<float>(x);
+  // Exact, NaN, infinite, or 0 (far below the 16-bit floats' smallest: it rounds to 0 anyway).
+  if (!(static_cast<double>(f) != x) || f - f != 0.0f || f == 0.0f) return f;
+  std::uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  if ((static_cast<double>(f) > x) == (f > 0.0f)) --bits;  // rounded away from zero: truncate
+  bits |= 1u;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
 }  // namespace detail
 
 /// Converts between any two storage or compute types, with NumPy's casting semantics: to bool is
@@ -170,7 +188,11 @@ ARRAYPORT_HOST_DEVICE inline To convert(From x) {
     return convert<To>(static_cast<float>(x));
   } else if constexpr (std::is_same_v<To, float16_t> || std::is_same_v<To, bfloat16_t>) {
     if constexpr (is_complex_v<From>)
-      return To(static_cast<float>(x.re));
+      return convert<To>(x.re);
+    else if constexpr (std::is_same_v<From, double>)
+      return To(detail::to_float_round_to_odd(x));
+    else if constexpr (std::is_integral_v<From> && !std::is_same_v<From, bool>)
+      return To(detail::to_float_round_to_odd(static_cast<double>(x)));  // int32: exact in double
     else
       return To(static_cast<float>(x));
   } else if constexpr (is_complex_v<From>) {

@@ -185,6 +185,59 @@ T pairwise_sum(const T* p, std::int64_t n) {
   return pairwise_sum_sse(p, n);
 }
 
+// Sums of integers and bools are exact (modulo 2^64), so any order gives NumPy's result: one
+// accumulator in a plain loop, and bools counted as nonzero bytes. Never pairwise()'s eight lanes:
+// GCC 12's loop vectoriser miscompiles those lanes fed from bytes (ones(16, bool) summed to 8).
+template <int Bytes> struct byte_vec;  // explicit sizes: GCC drops a dependent vector_size
+template <> struct byte_vec<16> { typedef std::uint8_t type __attribute__((vector_size(16))); };
+template <> struct byte_vec<32> { typedef std::uint8_t type __attribute__((vector_size(32))); };
+
+template <int Bytes>
+__attribute__((always_inline)) inline std::int64_t count_nonzero_vectors(const std::uint8_t* p,
+                                                                        std::int64_t n) {
+  using V = typename byte_vec<Bytes>::type;
+  std::int64_t total = 0, i = 0;
+  while (i + Bytes <= n) {  // byte counters, emptied before they can wrap (255 steps)
+    V acc = {};
+    const std::int64_t end = i + std::min<std::int64_t>((n - i) / Bytes, 255) * Bytes;
+    for (; i < end; i += Bytes) {
+      V v;
+      std::memcpy(&v, p + i, sizeof v);
+      acc -= reinterpret_cast<V>(v != 0);  // -1 where nonzero
+    }
+    for (int j = 0; j < Bytes; ++j) total += acc[j];
+  }
+  for (; i < n; ++i) total += p[i] != 0;
+  return total;
+}
+
+#ifdef ARRAYPORT_OPS_AVX2
+__attribute__((target("avx2"))) std::int64_t count_nonzero_avx2(const std::uint8_t* p,
+                                                                 std::int64_t n) {
+  return count_nonzero_vectors<32>(p, n);
+}
+#endif
+
+// The number of nonzero bytes among n (a bool array's Trues: any nonzero byte is true).
+std::int64_t count_nonzero(const std::uint8_t* p, std::int64_t n) {
+#ifdef ARRAYPORT_OPS_AVX2
+  if (has_avx2()) return count_nonzero_avx2(p, n);
+#endif
+  return count_nonzero_vectors<16>(p, n);
+}
+
+template <class Acc, class In>
+Acc integer_sum(const In* p, std::int64_t n) {
+  if constexpr (std::is_same_v<In, bool>) {
+    return static_cast<Acc>(count_nonzero(reinterpret_cast<const std::uint8_t*>(p), n));
+  } else {
+    using U = std::make_unsigned_t<Acc>;  // wraps as NumPy's integer sums do, without UB
+    U acc = 0;
+    for (std::int64_t i = 0; i < n; ++i) acc += static_cast<U>(static_cast<Acc>(p[i]));
+    return static_cast<Acc>(acc);
+  }
+}
+
 // Byte offset of reduced element i (C order over the collapsed reduced dims) in input k.
 inline std::int64_t red_offset(const reduce_call& c, int k, std::int64_t i) {
   std::int64_t off = 0;
@@ -242,6 +295,8 @@ void run(const reduce_call& c) {
                       (std::is_same_v<In, float> || std::is_same_v<In, double>) &&
                       std::is_same_v<Acc, In>)
           return pairwise_sum(p + lo, n);
+        if constexpr (Op == reduce_op::sum && std::is_integral_v<Acc>)
+          return integer_sum<Acc>(p + lo, n);
         return pairwise<Acc>([&](std::int64_t i) { return convert<Acc>(load_direct(p + i)); }, lo,
                              n, r);
       }

@@ -9,6 +9,8 @@
 #include <cub/device/device_reduce.cuh>
 
 #include <array>
+#include <cstdint>
+#include <type_traits>
 #include <utility>
 
 namespace arrayport::ops::cuda {
@@ -93,9 +95,17 @@ __global__ void finish_kernel(const Acc* acc, std::int64_t len, Out* out) {
   *out = finish<Op, Out>(*acc, len);
 }
 
+// What cub loads for storage type In: a bool as its byte. Any nonzero byte is true, and a byte
+// other than 0 or 1 copied as a bool has no defined value (a sum could count 2 for it).
+template <class In>
+using cub_load_t = std::conditional_t<std::is_same_v<In, bool>, std::uint8_t, In>;
+
 template <class In, class Acc>
 struct to_acc {
-  __device__ Acc operator()(const In& x) const { return convert<Acc>(load_direct(&x)); }
+  __device__ Acc operator()(const cub_load_t<In>& x) const {
+    if constexpr (std::is_same_v<In, bool>) return convert<Acc>(x != 0);
+    else return convert<Acc>(load_direct(&x));
+  }
 };
 
 // Scratch memory on the stream, released in stream order.
@@ -123,13 +133,13 @@ void run(const reduce_call& c) {
       // A full reduction of contiguous data: cub::DeviceReduce is the tool.
       std::size_t temp_bytes = 0;
       ARRAYPORT_CUDA_CHECK(cub::DeviceReduce::TransformReduce(
-          nullptr, temp_bytes, reinterpret_cast<const In*>(c.in[0]), static_cast<Acc*>(nullptr),
+          nullptr, temp_bytes, reinterpret_cast<const cub_load_t<In>*>(c.in[0]), static_cast<Acc*>(nullptr),
           c.len, R{}, to_acc<In, Acc>{}, R::identity(), stream));
       const std::size_t acc_offset = (temp_bytes + 255) / 256 * 256;
       scratch temp(acc_offset + sizeof(Acc), c.stream);
       Acc* acc = reinterpret_cast<Acc*>(static_cast<char*>(temp.p) + acc_offset);
       ARRAYPORT_CUDA_CHECK(cub::DeviceReduce::TransformReduce(
-          temp.p, temp_bytes, reinterpret_cast<const In*>(c.in[0]), acc, c.len, R{},
+          temp.p, temp_bytes, reinterpret_cast<const cub_load_t<In>*>(c.in[0]), acc, c.len, R{},
           to_acc<In, Acc>{}, R::identity(), stream));
       finish_kernel<Op, Acc, Out><<<1, 1, 0, stream>>>(acc, c.len, reinterpret_cast<Out*>(c.out));
       runtime::check_launch("arrayport.ops reduction kernel launch");
