@@ -286,7 +286,7 @@ void register_consume(nb::module_& m) {
 
   using namespace nb::literals;
   nb::module_ cuda = nb::borrow<nb::module_>(m.attr("cuda"));
-  cuda.def("register", &register_host, "obj"_a,
+  cuda.def("register", &register_host, nb::arg("obj").none(),
            "Page-locks obj's host memory in place (cudaHostRegister) and returns it as an Array "
            "of pinned memory, which the GPU reads and writes directly (no copy, no staging). The "
            "pages stay locked while the Array or a view of it lives, and obj stays alive. "

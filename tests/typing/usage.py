@@ -125,7 +125,7 @@ takes(memoryview(b"abc"))
 assert_type(ops.dot(a, a, axis=1, keepdims=True, out=ap.empty((4, 1), "float32", memory="host")), ap.Array)
 
 # Calls the stubs refuse (each ignore must be needed: --warn-unused-ignores).
-if not a:  # never run: a is an Array (truthy by its length)
+if a.size == 0:  # never run: a has elements
     ap.zeros(3, memory="gpu")  # type: ignore[arg-type]
     a.advise("read_mostly")  # type: ignore[arg-type]
     ops.sum(a, axis=[0])  # type: ignore[arg-type]
