@@ -33,6 +33,7 @@ from hypothesis import strategies as st
 import arrayport as ap
 from arrayport import ops
 from conftest import HAS_GPU
+from test_ops import to_numpy as np_of
 
 SETTINGS = settings(max_examples=300, deadline=None, derandomize=False,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -136,14 +137,6 @@ LAYOUTS_1D = ["contiguous", "strided", "reversed", "broadcast", "0-d"]
 
 
 # ---- comparison ----------------------------------------------------------------------------------
-
-
-def np_of(r):
-    if isinstance(r, ap.Array):
-        if r.dtype == "bfloat16":
-            r = ops.astype(r, "float32")
-        return r.get() if r.memory == "device" else np.asarray(r)
-    return np.asarray(r)
 
 
 def assert_close(got, want, kind, exact, rtol=None):
