@@ -75,20 +75,26 @@ bool dtype_of_typestr(PyObject* v, dtype& out) {
   return false;
 }
 
-bool spans_fit(const std::vector<std::int64_t>& shape, const std::vector<std::int64_t>& strides,
-               std::size_t itemsize) {
-  __int128 lo = 0, hi = 0;
+// layout.hpp's rules, computed independently in 128 bits: nbytes, every byte stride and the
+// span (lowest byte to one past the highest) fit int64, and the bytes reached lie inside the
+// address space from `ptr` (no wrap below 0 or past the top).
+bool layout_fits(const std::vector<std::int64_t>& shape, const std::vector<std::int64_t>& strides,
+                 std::size_t itemsize, std::int64_t count, std::uintptr_t ptr) {
   for (std::size_t i = 0; i < shape.size(); ++i)
     if (shape[i] == 0) return true;
+  const __int128 max = INT64_MAX, size = static_cast<__int128>(itemsize);
+  if (static_cast<__int128>(count) * size > max) return false;
+  __int128 lo = 0, hi = 0;
   for (std::size_t i = 0; i < shape.size(); ++i) {
-    __int128 span = static_cast<__int128>(shape[i] - 1) * strides[i];  // fits: 63 + 64 bits
-    if (span > INT64_MAX || span < INT64_MIN) return false;
-    span *= static_cast<__int128>(itemsize);
+    const __int128 stride = static_cast<__int128>(strides[i]) * size;
+    if (stride > max || stride < -max - 1) return false;
+    const __int128 span = static_cast<__int128>(shape[i] - 1) * stride;
     (span >= 0 ? hi : lo) += span;
-    if (hi > INT64_MAX || lo < INT64_MIN) return false;
+    if (hi - lo + size > max) return false;
   }
-  const __int128 max = INT64_MAX;
-  return hi <= max && lo >= -max - 1;
+  hi += size;
+  return static_cast<__int128>(ptr) + lo >= 0 &&
+         static_cast<__int128>(ptr) + hi <= static_cast<__int128>(~std::uintptr_t(0));
 }
 
 expectation read_dict(PyObject* d, bool sync) {
@@ -139,7 +145,7 @@ expectation read_dict(PyObject* d, bool sync) {
   std::int64_t count = 1;
   for (std::int64_t x : e.shape)
     if (!empty && __builtin_mul_overflow(count, x, &count)) return e;  // more than 2^63 elements
-  if (!empty && !spans_fit(e.shape, e.strides, e.dt.itemsize())) return e;
+  if (!empty && !layout_fits(e.shape, e.strides, e.dt.itemsize(), count, e.ptr)) return e;
   if (!empty && e.ptr == 0) return e;
   PyObject* stream = PyDict_GetItemString(d, "stream");
   if (sync && stream && stream != Py_None) {
