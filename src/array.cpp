@@ -461,7 +461,7 @@ PyObject* array_array(PyObject* self, PyObject* args, PyObject* kwargs) {
     if (copy != Py_None && !PyBool_Check(copy))
       throw type_error("__array__: copy: expected True, False or None, got " + type_name_of(copy));
     // Every argument checked before the memory is looked at.
-    nb::module_ np = nb::module_::import_("numpy");
+    nb::module_ np = import_numpy("__array__");
     nb::object dt = nb::none();
     if (dtype_obj != Py_None) {
       try {

@@ -306,14 +306,6 @@ std::optional<dtype> dtype_arg(PyObject* d) {
 
 // ---- NumPy, for host results and dtype conversions --------------------------------------------
 
-nb::module_ import_numpy(const std::string& why) {
-  try {
-    return nb::module_::import_("numpy");
-  } catch (nb::python_error&) {
-    throw type_error(why + " needs NumPy, which is not installed");
-  }
-}
-
 // A NumPy array holding `a`'s values on the host, C-contiguous, complete when returned. `what`
 // names the operation and `whose` the array, for memory this process cannot reach.
 nb::object to_numpy(array_object* a, stream_handle stream, const char* what, const char* whose) {
@@ -478,6 +470,14 @@ PyObject* method(F&& f) {
 }
 
 }  // namespace
+
+nb::module_ import_numpy(const std::string& why) {
+  try {
+    return nb::module_::import_("numpy");
+  } catch (nb::python_error&) {
+    throw type_error(why + " needs NumPy, which is not installed");
+  }
+}
 
 PyObject* array_get(PyObject* self, PyObject* args, PyObject* kwargs) {
   static const char* keywords[] = {"stream", nullptr};

@@ -76,7 +76,10 @@ PyObject* make_view(array_object* src, char* data, const std::vector<std::int64_
 stream_handle array_stream(memory_kind kind, int device, stream_handle stream,
                            nanobind::handle stream_obj, const char* what);
 
-// Methods and slots of arrayport.Array implemented in array_copy.cpp.
+/// The numpy module; a type_error saying that `why` needs NumPy where it is not installed.
+nanobind::module_ import_numpy(const std::string& why);
+
+// Methods and slots of arrayport.Array: __array__ in array.cpp, the others in array_copy.cpp.
 PyObject* array_get(PyObject* self, PyObject* args, PyObject* kwargs);
 PyObject* array_fill(PyObject* self, PyObject* value);
 PyObject* array_array(PyObject* self, PyObject* args, PyObject* kwargs);

@@ -45,23 +45,30 @@ __global__ void copy_fixed_rank(fixed_layout<Rank> l, Index count) {
   }
 }
 
+// The byte offsets of element i in the destination and the source, for any rank.
+__device__ inline void offsets_of(const ::arrayport::detail::copy_layout& l, std::uint64_t i,
+                                  std::int64_t& d, std::int64_t& s) {
+  d = 0;
+  s = 0;
+  for (int a = l.ndim - 1; a > 0; --a) {
+    const auto n = static_cast<std::uint64_t>(l.shape[a]);
+    const auto idx = static_cast<std::int64_t>(i % n);
+    i /= n;
+    d += idx * l.dst_strides[a];
+    s += idx * l.src_strides[a];
+  }
+  d += static_cast<std::int64_t>(i) * l.dst_strides[0];
+  s += static_cast<std::int64_t>(i) * l.src_strides[0];
+}
+
 template <class Word>
 __global__ void copy_any_rank(::arrayport::detail::copy_layout l) {
   const std::uint64_t count = static_cast<std::uint64_t>(l.count);
   const std::uint64_t step = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
   for (std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += step) {
-    std::uint64_t rest = i;
-    std::int64_t d = 0, s = 0;
-    for (int a = l.ndim - 1; a > 0; --a) {
-      const auto n = static_cast<std::uint64_t>(l.shape[a]);
-      const auto idx = static_cast<std::int64_t>(rest % n);
-      rest /= n;
-      d += idx * l.dst_strides[a];
-      s += idx * l.src_strides[a];
-    }
-    d += static_cast<std::int64_t>(rest) * l.dst_strides[0];
-    s += static_cast<std::int64_t>(rest) * l.src_strides[0];
+    std::int64_t d, s;
+    offsets_of(l, i, d, s);
     *reinterpret_cast<Word*>(l.dst + d) = *reinterpret_cast<const Word*>(l.src + s);
   }
 }
@@ -145,17 +152,8 @@ __global__ void fill_any_rank(::arrayport::detail::copy_layout l, ::arrayport::d
   const auto base = reinterpret_cast<std::uintptr_t>(l.src);  // an offset into value.bytes
   for (std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += step) {
-    std::uint64_t rest = i;
-    std::int64_t d = 0, s = 0;
-    for (int a = l.ndim - 1; a > 0; --a) {
-      const auto n = static_cast<std::uint64_t>(l.shape[a]);
-      const auto idx = static_cast<std::int64_t>(rest % n);
-      rest /= n;
-      d += idx * l.dst_strides[a];
-      s += idx * l.src_strides[a];
-    }
-    d += static_cast<std::int64_t>(rest) * l.dst_strides[0];
-    s += static_cast<std::int64_t>(rest) * l.src_strides[0];
+    std::int64_t d, s;
+    offsets_of(l, i, d, s);
     *reinterpret_cast<Word*>(l.dst + d) =
         *reinterpret_cast<const Word*>(value.bytes + base + static_cast<std::uint64_t>(s));
   }

@@ -185,7 +185,7 @@ placement place(const char* op_name, const ops_arg* const* arrays, int n) {
     if (!a->ordered || k == memory_kind::host) continue;
     const placement::array_stream s{
         a->view.stream(),
-        k == memory_kind::device || k == memory_kind::managed ? a->view.device().device_id : -1};
+        is_gpu_resident(k) ? a->view.device().device_id : -1};
     bool seen = false;
     for (int j = 0; j < p.n_streams; ++j)
       seen |= p.streams[j].handle == s.handle && p.streams[j].device == s.device;

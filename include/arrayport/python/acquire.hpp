@@ -1643,7 +1643,7 @@ inline bool exchange_typed_view(PyObject* obj, arrayport::view<T, Rank, Space>& 
   if (!typed_geometry<Rank>(t.shape, t.strides ? t.strides : compact, 1,
                             reinterpret_cast<const void*>(address), expected.itemsize(), shape, strides))
     return false;
-  if (kind == memory_kind::device || kind == memory_kind::managed) {
+  if (is_gpu_resident(kind)) {
     void* producer = nullptr;
     if (api->current_work_stream(ARRAYPORT_DEVICE_CUDA, t.device.device_id, &producer) != 0) {
       PyErr_Clear();
