@@ -96,8 +96,8 @@ std::optional<int> device_arg(PyObject* obj, const char* what, const char* name,
   int overflow = 0;
   const long long i = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
   if (i == -1 && PyErr_Occurred()) throw nb::python_error();
-  // Wrong on every machine first: a negative index.
-  if (overflow < 0 || i < 0)
+  // Wrong on every machine first: a negative index. (On overflow i is -1, not the value.)
+  if (overflow < 0 || (overflow == 0 && i < 0))
     throw value_error(prefix + "expected a device index >= 0, got " + repr_of(v.ptr()));
   const int n = runtime::device_count();
   const auto past_last = [&] {

@@ -515,6 +515,17 @@ def test_a_negative_device_index_is_a_value_error_on_every_machine(index):
         cuda.Stream(device=index)
 
 
+@pytest.mark.parametrize("index", [2**31, 2**63, 2**70])
+def test_a_huge_device_index_is_never_called_negative(index):
+    # PyLong_AsLongLongAndOverflow returns -1 on overflow: that -1 is not the index.
+    for call in (lambda: cuda.Device(index), lambda: cuda.set_device(index),
+                 lambda: cuda.Stream(device=index), lambda: arrayport.empty(3, device=index)):
+        with pytest.raises(ValueError) as info:
+            call()
+        assert ">= 0" not in str(info.value)
+        assert str(index) in str(info.value)
+
+
 @needs_gpu
 @pytest.mark.parametrize("index", ["count", 2**40, 2**70])
 def test_a_bad_device_index_is_a_value_error_naming_it_and_the_range(index):
