@@ -86,15 +86,16 @@ def as_operand(x, dtype, container):
     """x (NumPy; bfloat16 data as float32) as the operand ops sees: NumPy itself, an arrayport
     Array over its memory, a copy in GPU memory ("device", laid out as x where x is a keyed view;
     the CUDA kernels run), or (bfloat16) an Array converted from x's source, laid out as x is."""
+    # np.array(order="C"), not np.ascontiguousarray: that one makes a 0-d array 1-d.
     if container == "device":
         if isinstance(x, Keyed):
-            d = ap.copy(np.ascontiguousarray(x.source), memory="device")
+            d = ap.copy(np.array(x.source, order="C"), memory="device")
             return (ops.astype(d, "bfloat16") if dtype == "bfloat16" else d)[x.key]
-        d = ap.copy(np.ascontiguousarray(x), memory="device")
+        d = ap.copy(np.array(x, order="C"), memory="device")
         return ops.astype(d, "bfloat16") if dtype == "bfloat16" else d
     if dtype == "bfloat16":
         if isinstance(x, Keyed):
-            return ops.astype(np.ascontiguousarray(x.source), "bfloat16")[x.key]
+            return ops.astype(np.array(x.source, order="C"), "bfloat16")[x.key]
         return ops.astype(x, "bfloat16")
     return ap.view(x) if container == "array" else x
 
