@@ -9,18 +9,19 @@ import pytest
 import arrayport as ap
 from arrayport import cuda
 
-from conftest import needs_gpu
+from conftest import needs_cupy, needs_gpu, needs_torch
 
 REPS = 20
 N = 1 << 20
 SPIN_MS = 20
 
-pytestmark = needs_gpu
+pytestmark = [needs_gpu, needs_cupy]  # CuPy writes the data behind queued work
 
 
 @pytest.fixture(scope="module")
 def cupy():
-    cp = pytest.importorskip("cupy")
+    import cupy as cp
+
     kernel = cp.RawKernel(r"""extern "C" __global__ void spin(long long cycles) {
         long long start = clock64();
         while (clock64() - start < cycles) {}
@@ -127,9 +128,10 @@ def test_cupy_through_the_interface_sees_the_streams_writes(cupy, memory):
     run(cupy, memory, read)
 
 
+@needs_torch
 @pytest.mark.parametrize("memory", ["device"])
 def test_torch_through_dlpack_sees_the_streams_writes(cupy, memory):
-    torch = pytest.importorskip("torch")
+    import torch
 
     def read(a):
         with torch.cuda.stream(torch.cuda.Stream()):

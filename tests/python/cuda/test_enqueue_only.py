@@ -16,7 +16,7 @@ import pytest
 
 import arrayport as ap
 from arrayport import cuda
-from conftest import HAS_GPU, needs_gpu
+from conftest import HAS_GPU, needs_gpu, needs_torch
 
 QUEUED_MS = 100
 REPEATS = 20
@@ -43,7 +43,9 @@ class Spin:
     """Queues `ms` of GPU work on an arrayport stream with PyTorch's spin kernel."""
 
     def __init__(self):
-        self.torch = pytest.importorskip("torch")
+        import torch  # the tests that take the spin fixture are marked needs_torch
+
+        self.torch = torch
         if not self.torch.cuda.is_available():
             pytest.skip("PyTorch has no CUDA device")
 
@@ -89,6 +91,7 @@ CREATION = ["zeros", "ones", "full", "zeros_like", "ones_like", "full_like"]
 # Creation in device memory only: managed memory comes from cudaMallocManaged, which is not
 # stream-ordered (the fills of managed memory are timed).
 @needs_gpu
+@needs_torch
 @pytest.mark.parametrize("memory, op", [(m, op) for m in ("device", "managed") for op in FILLS] +
                          [("device", op) for op in CREATION])
 def test_gpu_fills_and_creation_return_while_the_stream_is_busy(spin, memory, op):
@@ -121,6 +124,7 @@ def test_gpu_fills_and_creation_return_while_the_stream_is_busy(spin, memory, op
 
 
 @needs_gpu
+@needs_torch
 def test_a_pinned_fill_waits_for_the_stream_before_the_host_writes(spin):
     # The CPU fills pinned memory: GPU work queued on its stream may still be using it.
     s = cuda.Stream()
@@ -180,6 +184,7 @@ def check_fills(memory: str, dtype: str, layout: str, how: str, spin=None) -> No
 
 
 @needs_gpu
+@needs_torch
 @pytest.mark.parametrize("memory", ["device", "managed"])
 @pytest.mark.parametrize("dtype", list(VALUES))
 @pytest.mark.parametrize("layout", LAYOUTS)
