@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -36,7 +37,9 @@ def pytest_runtest_setup(item):
     for marker, module in LIBRARIES.items():
         if item.get_closest_marker(marker):
             try:
-                importlib.import_module(module)
+                with warnings.catch_warnings():  # as importorskip: import-time warnings are theirs
+                    warnings.simplefilter("ignore")
+                    importlib.import_module(module)
             except ImportError as e:  # installed but broken skips too (as before pytest 9)
                 skip = pytest.skip.Exception(f"could not import {module!r}: {e}")
                 skip._use_item_location = True  # reported at the test, as a skipif is

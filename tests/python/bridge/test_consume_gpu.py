@@ -38,8 +38,8 @@ def check_view(v: ap.Array, ptr: int, shape, strides, dtype: str, memory: str = 
 # ---- CuPy -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("protocol", [None, "cupy", "dlpack", "cai"])
 @needs_cupy
+@pytest.mark.parametrize("protocol", [None, "cupy", "dlpack", "cai"])
 def test_cupy_arrays_any_layout(protocol):
     import cupy
     c = cupy.arange(60, dtype=cupy.float32).reshape(5, 12)
@@ -65,9 +65,9 @@ def test_cupy_arrays_any_layout(protocol):
             assert _core._acquire_protocol(x) == "cupy"
 
 
+@needs_cupy
 @pytest.mark.parametrize("dtype", ["bool", "int8", "uint16", "int32", "int64", "float16", "float32",
                                    "float64", "complex64", "complex128"])
-@needs_cupy
 def test_cupy_struct_and_dlpack_agree_on_every_dtype(dtype):
     import cupy
     x = (cupy.arange(24) % 3).astype(dtype).reshape(2, 3, 4)[:, ::2, 1:]
@@ -77,6 +77,7 @@ def test_cupy_struct_and_dlpack_agree_on_every_dtype(dtype):
     np.testing.assert_array_equal(a.get(), cupy.asnumpy(x))
 
 
+@needs_cupy  # the child process imports it
 def test_cupy_struct_layout_waits_for_an_array_with_dimensions():
     # A 0-d array leaves the layout check open (no vectors to compare): DLPack serves it, and the
     # first array with dimensions checks the layout. A fresh process: the check is once per process.
@@ -104,8 +105,8 @@ def test_cupy_writes_through_the_view():
     assert host[::2].tolist() == [7.0] * 500 and host[1::2].tolist() == [0.0] * 500
 
 
-@pytest.mark.parametrize("protocol", ["cai", "cupy"])
 @needs_cupy
+@pytest.mark.parametrize("protocol", ["cai", "cupy"])
 def test_cupy_managed_memory_is_seen_as_managed(protocol):
     import cupy
     mem = cupy.cuda.malloc_managed(4096)
@@ -117,9 +118,9 @@ def test_cupy_managed_memory_is_seen_as_managed(protocol):
     assert np.asarray(v).sum() == 3072.0  # managed memory: readable on the host, zero-copy
 
 
-@pytest.mark.parametrize("protocol", ["cupy", "dlpack"])
 @needs_cupy
 @needs_torch
+@pytest.mark.parametrize("protocol", ["cupy", "dlpack"])
 def test_cupy_producer_on_stream_a_consumer_on_stream_b(protocol):
     import cupy
     import torch
@@ -152,9 +153,9 @@ def test_a_cupy_view_keeps_the_array_alive():
 # ---- PyTorch --------------------------------------------------------------------------------
 
 
+@needs_torch
 @pytest.mark.parametrize("protocol, used", [(None, "exchange"), ("dlpack", "dlpack"),
                                             ("cai", "cai")])
-@needs_torch
 def test_torch_tensors_through_exchange_api_dlpack_and_cai(protocol, used):
     import torch
     t = torch.arange(24, dtype=torch.int32, device="cuda").reshape(4, 6)
@@ -283,8 +284,8 @@ def test_managed_and_device_arrayport_arrays_view_as_themselves():
 # ---- streams: producer on A, consumer on B ----------------------------------------------------
 
 
-@pytest.mark.parametrize("protocol", [None, "dlpack", "cai"])
 @needs_torch
+@pytest.mark.parametrize("protocol", [None, "dlpack", "cai"])
 def test_producer_stream_a_consumer_stream_b_without_device_sync(protocol):
     import torch
     n = 1 << 24

@@ -17,6 +17,7 @@ import pytest
 import arrayport as ap
 from arrayport import cuda
 from conftest import HAS_GPU, needs_gpu, needs_torch
+from gpu_work import TorchWork
 
 QUEUED_MS = 100
 REPEATS = 20
@@ -39,29 +40,19 @@ VALUES = {
 }
 
 
-class Spin:
-    """Queues `ms` of GPU work on an arrayport stream with PyTorch's spin kernel."""
-
-    def __init__(self):
-        import torch  # the tests that take the spin fixture are marked needs_torch
-
-        self.torch = torch
-        if not self.torch.cuda.is_available():
-            pytest.skip("PyTorch has no CUDA device")
-
-    def __call__(self, stream: cuda.Stream, ms: float) -> None:
-        external = self.torch.cuda.ExternalStream(stream.handle, device=stream.device)
-        with self.torch.cuda.stream(external):
-            self.torch.cuda._sleep(int(ms * 2e6))  # about 2 GHz: slower clocks only spin longer
-
-
 @pytest.fixture
 def spin():
-    s = Spin()
+    """spin(stream, ms) queues `ms` of GPU work on an arrayport stream (PyTorch's spin kernel)."""
+    work = TorchWork()
+
+    def spin(stream: cuda.Stream, ms: float) -> None:
+        with work.on(stream):
+            work.spin(ms)
+
     warm = cuda.Stream()
-    s(warm, 0.1)
+    spin(warm, 0.1)
     warm.synchronize()
-    return s
+    return spin
 
 
 def timed_while_busy(spin, stream, op):

@@ -10,6 +10,7 @@ import arrayport as ap
 from arrayport import cuda
 
 from conftest import needs_cupy, needs_gpu, needs_torch
+from gpu_work import CupyWork
 
 REPS = 20
 N = 1 << 20
@@ -20,16 +21,12 @@ pytestmark = [needs_gpu, needs_cupy]  # CuPy writes the data behind queued work
 
 @pytest.fixture(scope="module")
 def cupy():
-    import cupy as cp
-
-    kernel = cp.RawKernel(r"""extern "C" __global__ void spin(long long cycles) {
-        long long start = clock64();
-        while (clock64() - start < cycles) {}
-    }""", "spin")
-    kernel((1,), (1,), (cp.int64(0),))  # compile and load outside the measured part
+    """CuPy, with gpu_work's spin kernel compiled and loaded outside the measured part."""
+    work = CupyWork()
+    cp = work.cupy
     cp.zeros(4, cp.float32).fill(1.0)
     cp.cuda.Device().synchronize()
-    cp.spin = kernel
+    cp.spin = work.spin  # spin(ms) on CuPy's current stream
     return cp
 
 
@@ -40,7 +37,7 @@ def written_behind_work(cupy, memory):
     s.synchronize()
     c = cupy.asarray(a)  # the same memory, written through CuPy on s
     with cupy.cuda.ExternalStream(s.handle):
-        cupy.spin((1,), (1,), (cupy.int64(int(SPIN_MS * 2e6)),))
+        cupy.spin(SPIN_MS)
         c.fill(1.0)
     return a, s
 
