@@ -1,8 +1,8 @@
 """Type stubs for the compiled module arrayport._core.
 
-Checked against the built module by tests/python/test_stubs.py (mypy's stubtest, taught to read
-nanobind's signatures: tests/typing/stubtest.py), in CPU-only and CUDA builds alike: both bind
-the same names with the same signatures.
+Checked against the built module by tests/python/package/test_stubs.py (mypy's stubtest, taught
+to read nanobind's signatures: tests/typing/stubtest.py), in CPU-only and CUDA builds alike:
+both bind the same names with the same signatures.
 """
 
 import sys

@@ -1,4 +1,5 @@
-// A buffer-protocol exporter that misbehaves on request, for tests/python/test_hostile_producers.py:
+// A buffer-protocol exporter that misbehaves on request, for
+// tests/python/bridge/test_hostile_producers.py:
 // bf_getbuffer fails with or without an exception (or returns 1), or "succeeds" with a Py_buffer
 // that no consumer may trust. It counts its exports and releases, so that a test can see each
 // successful export released exactly once. ctypes cannot make a bf_getbuffer: hence C.

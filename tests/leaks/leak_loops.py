@@ -8,8 +8,8 @@ Each producer runs a warm-up (a tenth of the cycles, at most 10^4; JAX's rows as
 measure, see LONG_WARMUP) so that pools, caches and the allocator's arenas reach their steady state
 first; then RSS is read, the cycles run, the garbage collector runs, and RSS is read again. A leak
 of b bytes a cycle shows as b * N bytes of growth (10^6 cycles: 1 MB per leaked byte). Python
-objects left behind and DLPack exports not released are counted too. tests/python/test_leaks.py
-runs this with fewer cycles and checks the figures.
+objects left behind and DLPack exports not released are counted too.
+tests/python/bridge/test_leaks.py runs this with fewer cycles and checks the figures.
 """
 
 from __future__ import annotations

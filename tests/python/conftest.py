@@ -1,21 +1,49 @@
-"""Shared fixtures: the installed arrayport, GPU markers, and a CMake driver for C++ builds."""
+"""Shared fixtures: the installed arrayport, the needs_* markers, GPU work fixtures, and a CMake
+driver for C++ builds. The tests live in one folder per layer (array, bridge, cuda, ops, package);
+this directory is on sys.path for all of them, so conftest and the helper modules import by name."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
 
 import arrayport
+from arrayport import cuda
+from gpu_work import CupyWork, TorchWork
 
 REPO = Path(__file__).resolve().parents[2]
 
 HAS_GPU = bool(arrayport.runtime_info()["cuda_available"])
 needs_gpu = pytest.mark.skipif(not HAS_GPU, reason=f"needs a CUDA device: {arrayport.runtime_info()['reason']}")
+
+# A library marker (declared in pyproject.toml, for --strict-markers) skips, as pytest.importorskip
+# does, when the library does not import. A test that needs it on the GPU carries needs_gpu too,
+# a skipif that pytest checks first: without a GPU, the library is never imported.
+needs_cupy = pytest.mark.needs_cupy
+needs_torch = pytest.mark.needs_torch
+needs_jax = pytest.mark.needs_jax
+LIBRARIES = {"needs_cupy": "cupy", "needs_torch": "torch", "needs_jax": "jax"}
+
+
+def pytest_runtest_setup(item):
+    """Runs after the skipif marks and before the fixtures (which may use the library)."""
+    for marker, module in LIBRARIES.items():
+        if item.get_closest_marker(marker):
+            try:
+                with warnings.catch_warnings():  # as importorskip: import-time warnings are theirs
+                    warnings.simplefilter("ignore")
+                    importlib.import_module(module)
+            except ImportError as e:  # installed but broken skips too (as before pytest 9)
+                skip = pytest.skip.Exception(f"could not import {module!r}: {e}")
+                skip._use_item_location = True  # reported at the test, as a skipif is
+                raise skip from None
 
 
 def cmake_executable() -> str:
@@ -82,9 +110,23 @@ def example_build(tmp_path_factory):
     return build
 
 
+@pytest.fixture(params=[pytest.param("torch", marks=needs_torch), pytest.param("cupy", marks=needs_cupy)])
+def work(request):
+    """GPU work enqueued by PyTorch, then by CuPy (gpu_work.py)."""
+    return TorchWork() if request.param == "torch" else CupyWork()
+
+
+@pytest.fixture
+def device0():
+    """Device 0 current for the test, and the previous device current again after it."""
+    previous = cuda.current_device()
+    cuda.set_device(0)
+    yield cuda.Device(0)
+    cuda.set_device(previous)
+
+
 def pytest_terminal_summary(terminalreporter):
     """Shows the GoogleTest counts of the C++ executables in the pytest summary (and CI's log)."""
-    import test_cpp_suite
-
-    for line in test_cpp_suite.pytest_terminal_summary_lines():
+    suite = sys.modules.get("test_cpp_suite")  # package/test_cpp_suite.py, where it was collected
+    for line in suite.pytest_terminal_summary_lines() if suite else []:
         terminalreporter.write_line(line)

@@ -1,5 +1,6 @@
-"""The public API as a user's code calls it, type-checked with mypy (tests/python/test_stubs.py)
-and run as a script on any machine (CPU memory only, so it needs no GPU).
+"""The public API as a user's code calls it, type-checked with mypy
+(tests/python/package/test_stubs.py) and run as a script on any machine (CPU memory only, so it
+needs no GPU).
 
 `assert_type` pins what the stubs promise; each `# type: ignore[...]` marks a call the stubs
 must refuse, and mypy's --warn-unused-ignores fails the check if one is accepted.

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import arrayport as ap
-from conftest import REPO, needs_gpu
+from conftest import REPO, needs_cupy, needs_gpu, needs_torch
 from dlpack_ctypes import Producer
 
 STYLES = ["nanobind", "pybind11", "capi", "ctypes", "cython", "swig"]
@@ -109,22 +109,25 @@ def test_scales_gpu_memory_on_the_gpu(scale, memory):
 
 
 @needs_gpu
+@needs_cupy
+@needs_torch
 def test_scales_cupy_and_torch_arrays(scale):
     _, f = scale
-    cupy = pytest.importorskip("cupy")
+    import cupy
     c = cupy.arange(16, dtype=cupy.float32)
     f(c, 2.0)
     assert cupy.asnumpy(c).tolist() == [2.0 * i for i in range(16)]
-    torch = pytest.importorskip("torch")
+    import torch
     t = torch.arange(16, dtype=torch.float32, device="cuda")
     f(t, 3.0)
     assert t.cpu().tolist() == [3.0 * i for i in range(16)]
 
 
 @needs_gpu
+@needs_torch
 def test_the_kernel_runs_on_the_stream_python_made_current(scale):
     _, f = scale
-    torch = pytest.importorskip("torch")
+    import torch
     a = ap.full((1 << 20,), 1.0, "float32", memory="device")
     ap.cuda.synchronize()
     s = ap.cuda.Stream()  # non-blocking: the legacy stream does not wait for it
@@ -140,16 +143,17 @@ def test_the_kernel_runs_on_the_stream_python_made_current(scale):
 
 
 @needs_gpu
-@pytest.mark.parametrize("producer", ["cupy", "torch"])
+@needs_torch
+@pytest.mark.parametrize("producer", [pytest.param("cupy", marks=needs_cupy), "torch"])
 def test_the_kernel_waits_for_the_producers_current_stream(scale, producer):
     # The producer fills the array on its current stream A, behind ~100 ms of other work; the
     # kernel runs on arrayport's stream B. The typed parameter orders A before B (an event, no
     # host wait): without that the kernel would scale zeros and the fill would land afterwards.
     _, f = scale
-    torch = pytest.importorskip("torch")
+    import torch
     n = 1 << 20
     if producer == "cupy":
-        cupy = pytest.importorskip("cupy")
+        import cupy
         x = cupy.zeros(n, dtype=cupy.float32)
         a = cupy.cuda.Stream(non_blocking=True)
         a_handle, make_current, done = a.ptr, a, lambda: a.done
@@ -179,14 +183,16 @@ def test_the_kernel_waits_for_the_producers_current_stream(scale, producer):
 
 
 @needs_gpu
+@needs_cupy
+@needs_torch
 def test_bad_gpu_arrays_are_precise_errors(scale):
     _, f = scale
-    cupy = pytest.importorskip("cupy")
+    import cupy
     with pytest.raises(TypeError, match=r"float32|DLPack type \(2, 32 bits\)"):
         f(cupy.zeros(3, cupy.float64), 1.0)
     with pytest.raises((ValueError, TypeError), match="dimension"):
         f(cupy.zeros((2, 3), cupy.float32), 1.0)
-    torch = pytest.importorskip("torch")
+    import torch
     with pytest.raises(TypeError, match=r"float32|DLPack type \(2, 32 bits\)"):
         f(torch.zeros(3, dtype=torch.int32, device="cuda"), 1.0)
 

@@ -20,7 +20,7 @@ import pytest
 import arrayport as ap
 from arrayport import cuda, ops
 from conftest import needs_gpu
-from test_cuda import CupyWork, TorchWork, device0, work  # noqa: F401  (fixtures)
+from gpu_work import TorchWork
 
 pytestmark = needs_gpu
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import arrayport as ap
-from conftest import HAS_GPU, needs_gpu
-from test_array_views import random_key
+from conftest import HAS_GPU, needs_gpu, needs_torch
+from test_views import random_key
 
 # Without a GPU, pinned and managed requests give host memory: the pairs still run, as host copies.
 MEMORIES = ["host", "pinned", "managed"] + (["device"] if HAS_GPU else [])
@@ -491,8 +491,9 @@ def test_large_strided_device_copy_uses_64_bit_offsets():
 
 
 @needs_gpu
+@needs_torch
 def test_copies_are_ordered_on_the_given_stream_without_device_sync():
-    torch = pytest.importorskip("torch")
+    import torch
     s = ap.cuda.Stream()
     n = 1 << 24
     a = ap.zeros(n, "float32", memory="device")

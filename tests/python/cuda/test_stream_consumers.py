@@ -9,26 +9,24 @@ import pytest
 import arrayport as ap
 from arrayport import cuda
 
-from conftest import needs_gpu
+from conftest import needs_cupy, needs_gpu, needs_torch
+from gpu_work import CupyWork
 
 REPS = 20
 N = 1 << 20
 SPIN_MS = 20
 
-pytestmark = needs_gpu
+pytestmark = [needs_gpu, needs_cupy]  # CuPy writes the data behind queued work
 
 
 @pytest.fixture(scope="module")
 def cupy():
-    cp = pytest.importorskip("cupy")
-    kernel = cp.RawKernel(r"""extern "C" __global__ void spin(long long cycles) {
-        long long start = clock64();
-        while (clock64() - start < cycles) {}
-    }""", "spin")
-    kernel((1,), (1,), (cp.int64(0),))  # compile and load outside the measured part
+    """CuPy, with gpu_work's spin kernel compiled and loaded outside the measured part."""
+    work = CupyWork()
+    cp = work.cupy
     cp.zeros(4, cp.float32).fill(1.0)
     cp.cuda.Device().synchronize()
-    cp.spin = kernel
+    cp.spin = work.spin  # spin(ms) on CuPy's current stream
     return cp
 
 
@@ -39,7 +37,7 @@ def written_behind_work(cupy, memory):
     s.synchronize()
     c = cupy.asarray(a)  # the same memory, written through CuPy on s
     with cupy.cuda.ExternalStream(s.handle):
-        cupy.spin((1,), (1,), (cupy.int64(int(SPIN_MS * 2e6)),))
+        cupy.spin(SPIN_MS)
         c.fill(1.0)
     return a, s
 
@@ -127,9 +125,10 @@ def test_cupy_through_the_interface_sees_the_streams_writes(cupy, memory):
     run(cupy, memory, read)
 
 
+@needs_torch
 @pytest.mark.parametrize("memory", ["device"])
 def test_torch_through_dlpack_sees_the_streams_writes(cupy, memory):
-    torch = pytest.importorskip("torch")
+    import torch
 
     def read(a):
         with torch.cuda.stream(torch.cuda.Stream()):

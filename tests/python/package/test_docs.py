@@ -4,12 +4,12 @@
 - A block whose fence is directly preceded by an HTML comment takes its markers from it:
     <!-- gpu -->                    runs only on a machine with a CUDA device (skipped elsewhere);
     <!-- gpus: N -->                runs only on a machine with N CUDA devices or more;
-    <!-- needs: examples/STYLE -->  runs after examples/STYLE was built (as tests/python/test_examples.py
+    <!-- needs: examples/STYLE -->  runs after examples/STYLE was built (as bridge/test_examples.py
                                     builds it) into PROJECT/build, from PROJECT, with build/ and
                                     examples/STYLE on sys.path;
     <!-- file: PATH -->             the block is PATH, or a contiguous run of PATH's lines, verbatim.
 - Every C, C++, CMake, Cython and SWIG block in docs/ carries a `file:` marker: it is a piece of a
-  file that the tests build (the README's C++ example is compiled by test_readme.py).
+  file that the tests build (the README's C++ example is compiled, at the end of this file).
 - docs/errors.md's table is walked: each row's code raises the exception it names, with the
   message fragment it quotes.
 """
@@ -19,6 +19,8 @@ from __future__ import annotations
 import builtins
 import os
 import re
+import shutil
+import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +28,8 @@ from pathlib import Path
 import pytest
 
 import arrayport
-from conftest import HAS_GPU, REPO
+from conftest import HAS_GPU, REPO, cmake_build, needs_gpu
+
 
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
 COMPILED_LANGUAGES = {"c", "cpp", "c++", "cuda", "cmake", "cython", "pyx", "swig"}
@@ -224,3 +227,37 @@ def test_errors_table_row_raises_what_it_says(row, errors_namespace, monkeypatch
     assert type(info.value) is expected, (
         f"{row.code}: expected {row.raises}, got {type(info.value).__name__}: {info.value}")
     assert row.message in str(info.value), f"{row.code}: {row.message!r} not in {str(info.value)!r}"
+
+
+# ---- the README's C++ example: built against the installed package (CUDA), run on a GPU --------
+
+needs_nvcc = pytest.mark.skipif(
+    not arrayport.build_info()["cuda"] or not shutil.which("nvcc"),
+    reason="the example is CUDA code: needs arrayport built with CUDA and nvcc on PATH")
+
+
+def readme_cpp_example() -> str:
+    blocks = re.findall(r"```cpp\n(.*?)```", (REPO / "README.md").read_text(), flags=re.S)
+    assert blocks, "the README has a C++ example"
+    return blocks[0]
+
+
+@pytest.fixture(scope="module")
+def example_exe(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("readme")
+    source = tmp / "example.cu"
+    source.write_text(readme_cpp_example())
+    cmake_build(REPO / "tests" / "downstream" / "readme", tmp / "build", f"-DREADME_EXAMPLE={source}")
+    return tmp / "build" / "readme_example"
+
+
+@needs_nvcc
+def test_readme_cpp_example_compiles_against_the_installed_package(example_exe):
+    assert example_exe.is_file()
+
+
+@needs_nvcc
+@needs_gpu
+def test_readme_cpp_example_runs_and_scales_every_element(example_exe):
+    result = subprocess.run([str(example_exe)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr

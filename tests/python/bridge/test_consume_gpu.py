@@ -11,9 +11,9 @@ import pytest
 
 import arrayport as ap
 from arrayport import _core
-from conftest import HAS_GPU
+from conftest import needs_cupy, needs_gpu, needs_jax, needs_torch
 
-pytestmark = pytest.mark.skipif(not HAS_GPU, reason="needs a CUDA device")
+pytestmark = needs_gpu
 
 SLEEP_CYCLES = 200_000_000  # torch.cuda._sleep: about 100 ms on an H100, long enough to race
 
@@ -38,9 +38,10 @@ def check_view(v: ap.Array, ptr: int, shape, strides, dtype: str, memory: str = 
 # ---- CuPy -----------------------------------------------------------------------------------
 
 
+@needs_cupy
 @pytest.mark.parametrize("protocol", [None, "cupy", "dlpack", "cai"])
 def test_cupy_arrays_any_layout(protocol):
-    cupy = pytest.importorskip("cupy")
+    import cupy
     c = cupy.arange(60, dtype=cupy.float32).reshape(5, 12)
     layouts = [c, c[::2, 1::3], c.T, c[:, ::-1], c[::-2, ::3]]
     if protocol != "cai":
@@ -64,10 +65,11 @@ def test_cupy_arrays_any_layout(protocol):
             assert _core._acquire_protocol(x) == "cupy"
 
 
+@needs_cupy
 @pytest.mark.parametrize("dtype", ["bool", "int8", "uint16", "int32", "int64", "float16", "float32",
                                    "float64", "complex64", "complex128"])
 def test_cupy_struct_and_dlpack_agree_on_every_dtype(dtype):
-    cupy = pytest.importorskip("cupy")
+    import cupy
     x = (cupy.arange(24) % 3).astype(dtype).reshape(2, 3, 4)[:, ::2, 1:]
     a, b = ap.view(x, protocol="cupy"), ap.view(x, protocol="dlpack")
     assert (a.ptr, a.shape, a.strides, a.dtype, a.memory, a.device, a.readonly) == \
@@ -75,6 +77,7 @@ def test_cupy_struct_and_dlpack_agree_on_every_dtype(dtype):
     np.testing.assert_array_equal(a.get(), cupy.asnumpy(x))
 
 
+@needs_cupy  # the child process imports it
 def test_cupy_struct_layout_waits_for_an_array_with_dimensions():
     # A 0-d array leaves the layout check open (no vectors to compare): DLPack serves it, and the
     # first array with dimensions checks the layout. A fresh process: the check is once per process.
@@ -93,17 +96,19 @@ def test_cupy_struct_layout_waits_for_an_array_with_dimensions():
     assert out.stdout.split("\n")[:3] == ["dlpack 2.5", "cupy [5, 3, 1]", "cupy 2.5"]
 
 
+@needs_cupy
 def test_cupy_writes_through_the_view():
-    cupy = pytest.importorskip("cupy")
+    import cupy
     c = cupy.zeros(1000, dtype=cupy.float64)
     ap.view(c[::2]).fill(7.0)
     host = cupy.asnumpy(c)
     assert host[::2].tolist() == [7.0] * 500 and host[1::2].tolist() == [0.0] * 500
 
 
+@needs_cupy
 @pytest.mark.parametrize("protocol", ["cai", "cupy"])
 def test_cupy_managed_memory_is_seen_as_managed(protocol):
-    cupy = pytest.importorskip("cupy")
+    import cupy
     mem = cupy.cuda.malloc_managed(4096)
     c = cupy.ndarray((1024,), cupy.float32, mem)
     c[...] = 3.0
@@ -113,10 +118,12 @@ def test_cupy_managed_memory_is_seen_as_managed(protocol):
     assert np.asarray(v).sum() == 3072.0  # managed memory: readable on the host, zero-copy
 
 
+@needs_cupy
+@needs_torch
 @pytest.mark.parametrize("protocol", ["cupy", "dlpack"])
 def test_cupy_producer_on_stream_a_consumer_on_stream_b(protocol):
-    cupy = pytest.importorskip("cupy")
-    torch = pytest.importorskip("torch")
+    import cupy
+    import torch
     n = 1 << 24
     c = cupy.zeros(n, dtype=cupy.float32)
     cupy.cuda.Device().synchronize()
@@ -132,8 +139,9 @@ def test_cupy_producer_on_stream_a_consumer_on_stream_b(protocol):
     assert float(got.sum()) == 2.0 * n and got[0] == 2.0 and got[-1] == 2.0
 
 
+@needs_cupy
 def test_a_cupy_view_keeps_the_array_alive():
-    cupy = pytest.importorskip("cupy")
+    import cupy
     c = cupy.full(64, 5, dtype=cupy.int32)
     v = ap.view(c)
     assert v.base is c
@@ -145,10 +153,11 @@ def test_a_cupy_view_keeps_the_array_alive():
 # ---- PyTorch --------------------------------------------------------------------------------
 
 
+@needs_torch
 @pytest.mark.parametrize("protocol, used", [(None, "exchange"), ("dlpack", "dlpack"),
                                             ("cai", "cai")])
 def test_torch_tensors_through_exchange_api_dlpack_and_cai(protocol, used):
-    torch = pytest.importorskip("torch")
+    import torch
     t = torch.arange(24, dtype=torch.int32, device="cuda").reshape(4, 6)
     for x in (t, t.T, t[1:, ::2]):
         v = ap.view(x, protocol=protocol)
@@ -158,16 +167,18 @@ def test_torch_tensors_through_exchange_api_dlpack_and_cai(protocol, used):
         assert _core._acquire_protocol(t) == used
 
 
+@needs_torch
 def test_torch_cpu_tensor_is_host_memory():
-    torch = pytest.importorskip("torch")
+    import torch
     t = torch.arange(6, dtype=torch.float64)
     v = ap.view(t)
     assert v.memory == "host" and v.ptr == t.data_ptr()
     assert np.asarray(v).tolist() == t.tolist()
 
 
+@needs_torch
 def test_torch_views_keep_the_tensor_and_show_it_as_base():
-    torch = pytest.importorskip("torch")
+    import torch
     for protocol in (None, "dlpack"):
         t = torch.ones(8, device="cuda")
         v = ap.view(t, protocol=protocol)
@@ -181,12 +192,15 @@ def test_torch_views_keep_the_tensor_and_show_it_as_base():
 
 
 def jax_on_gpu():
-    jax = pytest.importorskip("jax")
+    import jax  # callers are marked needs_jax
+    import jax.numpy as jnp
+
     if jax.default_backend() != "gpu":
         pytest.skip("JAX has no GPU backend here")
-    return jax, pytest.importorskip("jax.numpy")
+    return jax, jnp
 
 
+@needs_jax
 def test_jax_arrays():
     jax, jnp = jax_on_gpu()
     x = jnp.arange(12, dtype=jnp.float32).reshape(3, 4)
@@ -200,6 +214,7 @@ def test_jax_arrays():
     np.testing.assert_array_equal(ap.ops.add(x, 0.0).get(), np.asarray(x))
 
 
+@needs_jax
 def test_jax_arrays_are_ready_when_viewed():
     # JAX queues work asynchronously. Told the consumer's stream, its __dlpack__ orders the
     # computation before it, so a view read there sees the result, never the buffer's earlier
@@ -269,9 +284,10 @@ def test_managed_and_device_arrayport_arrays_view_as_themselves():
 # ---- streams: producer on A, consumer on B ----------------------------------------------------
 
 
+@needs_torch
 @pytest.mark.parametrize("protocol", [None, "dlpack", "cai"])
 def test_producer_stream_a_consumer_stream_b_without_device_sync(protocol):
-    torch = pytest.importorskip("torch")
+    import torch
     n = 1 << 24
     t = torch.zeros(n, device="cuda")
     torch.cuda.synchronize()
@@ -293,8 +309,9 @@ def test_producer_stream_a_consumer_stream_b_without_device_sync(protocol):
     assert got[0] == 2.0 and got[-1] == 2.0
 
 
+@needs_torch
 def test_sync_false_takes_the_view_without_ordering():
-    torch = pytest.importorskip("torch")
+    import torch
     t = torch.ones(16, device="cuda")
     consumer = ap.cuda.Stream()
     v = ap.view(t, stream=consumer, sync=False)

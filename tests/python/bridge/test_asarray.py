@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import arrayport as ap
-from conftest import HAS_GPU, needs_gpu
+from conftest import HAS_GPU, needs_cupy, needs_gpu, needs_jax, needs_torch
 from dlpack_ctypes import DLPackOnly, Producer
 
 DEFAULT_MEMORY = ap.empty(1).memory  # managed with a GPU, host without
@@ -386,8 +386,9 @@ def test_refcounts_are_unchanged_after_many_calls():
 # ---- GPU: the device libraries ---------------------------------------------------------------------
 
 @needs_gpu
+@needs_cupy
 def test_cupy_asarray_and_from_dlpack_are_zero_copy():
-    cupy = pytest.importorskip("cupy")
+    import cupy
     c = cupy.arange(24, dtype=cupy.float32).reshape(4, 6)
     for x in (c, c[::2, ::-1], c[1::2, 1::3], c.T):
         negative = any(s < 0 for s in x.strides)
@@ -408,8 +409,9 @@ def test_cupy_asarray_and_from_dlpack_are_zero_copy():
 
 
 @needs_gpu
+@needs_cupy
 def test_cupy_copies_across_memory_and_dtype():
-    cupy = pytest.importorskip("cupy")
+    import cupy
     c = cupy.arange(10, dtype=cupy.int32)
     h = ap.from_dlpack(c, device=("cpu", 0))
     assert h.memory == "host" and h.get().tolist() == list(range(10))
@@ -428,8 +430,9 @@ def test_cupy_copies_across_memory_and_dtype():
 
 
 @needs_gpu
+@needs_torch
 def test_torch_asarray_and_from_dlpack_are_zero_copy():
-    torch = pytest.importorskip("torch")
+    import torch
     t = torch.arange(24, dtype=torch.int64, device="cuda").reshape(4, 6)
     for x in (t, t.T, t[1:, ::2]):
         for a in (ap.asarray(x), ap.from_dlpack(x)):
@@ -442,9 +445,10 @@ def test_torch_asarray_and_from_dlpack_are_zero_copy():
 
 
 @needs_gpu
+@needs_jax
 def test_jax_asarray_and_from_dlpack_are_zero_copy():
-    jax = pytest.importorskip("jax")
-    jnp = pytest.importorskip("jax.numpy")
+    import jax
+    import jax.numpy as jnp
     if jax.default_backend() != "gpu":
         pytest.skip("JAX has no GPU backend here")
     x = jnp.arange(12, dtype=jnp.float32).reshape(3, 4)
@@ -476,8 +480,9 @@ def test_asarray_of_python_data_and_numpy_onto_the_device():
 
 
 @needs_gpu
+@needs_cupy
 def test_setitem_from_cupy_sources():
-    cupy = pytest.importorskip("cupy")
+    import cupy
     a = ap.zeros((4, 6), "float32", memory="device")
     c = cupy.arange(24, dtype=cupy.float32).reshape(4, 6)
     a[1:3] = c[1:3]
@@ -500,8 +505,9 @@ def test_setitem_from_cupy_sources():
 
 
 @needs_gpu
+@needs_torch
 def test_setitem_from_torch_is_ordered_after_the_producers_stream():
-    torch = pytest.importorskip("torch")
+    import torch
     n = 1 << 24
     t = torch.zeros(n, device="cuda")
     torch.cuda.synchronize()

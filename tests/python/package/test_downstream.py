@@ -1,5 +1,7 @@
-"""examples/downstream, the project a user copies, built as its README says and tested with its
-own tests: `pip` without build isolation against the installed arrayport, once per binding.
+"""Downstream projects of the installed package: a minimal CMake project finds it with
+find_package(arrayport) and runs; and examples/downstream, the project a user copies, built as its
+README says and tested with its own tests: `pip` without build isolation against the installed
+arrayport, once per binding.
 
 nanobind is built with CUDA where a CUDA compiler is found (as a user's default build is) and
 pybind11 without (ARRAYPORT_CUDA=OFF), so both of the template's kernel paths are compiled. The
@@ -18,7 +20,22 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+import arrayport
+from conftest import HAS_GPU, REPO, cmake_build
+
+
+def test_minimal_downstream_project_builds_with_find_package_and_runs(tmp_path):
+    cmake_build(REPO / "tests" / "downstream" / "minimal", tmp_path)
+    result = subprocess.run([str(tmp_path / "minimal")], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    kind = "managed" if HAS_GPU else "host"
+    assert result.stdout.strip() == (
+        f"arrayport {arrayport.__version__}: 1000 elements of {kind} memory, sum 500.0, "
+        f"devices {arrayport.runtime_info()['device_count']}"
+    )
+
+
+# ---- examples/downstream: the template a user copies ------------------------------------------
 
 TEMPLATE = REPO / "examples" / "downstream"
 VARIANTS = [("nanobind", "AUTO"), ("pybind11", "OFF")]

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 import arrayport as ap
-from conftest import REPO, cmake_build, example_requirements, needs_gpu
+from conftest import (REPO, cmake_build, example_requirements, needs_cupy, needs_gpu, needs_jax,
+                      needs_torch)
 from dlpack_ctypes import exchange_type, fake_jax_address, fake_jax_type
 
 TYPED = {  # name: (dtype, rank, writable, space)
@@ -135,7 +136,8 @@ def test_typed_parameter_sees_what_the_general_path_sees(mod, name, label):
 
 
 def cupy_inputs():
-    cupy = pytest.importorskip("cupy")
+    import cupy  # callers are marked needs_cupy
+
     base = cupy.arange(24, dtype=cupy.float32)
     m = base.reshape(4, 6)
     managed = cupy.ndarray((6,), cupy.float32, cupy.cuda.malloc_managed(24))
@@ -150,6 +152,7 @@ def cupy_inputs():
 
 
 @needs_gpu
+@needs_cupy
 @pytest.mark.parametrize("name", sorted(TYPED))
 def test_typed_parameter_on_cupy_sees_what_the_general_path_sees(mod, name):
     # The exact cupy.ndarray is read from its struct once the bridge has checked the layout (the
@@ -160,7 +163,8 @@ def test_typed_parameter_on_cupy_sees_what_the_general_path_sees(mod, name):
 
 
 def torch_inputs():
-    torch = pytest.importorskip("torch")
+    import torch  # callers are marked needs_torch
+
     base = torch.arange(24, dtype=torch.float32, device="cuda")
     m = base.reshape(4, 6)
     cpu = torch.arange(6, dtype=torch.float32)
@@ -174,6 +178,7 @@ def torch_inputs():
 
 
 @needs_gpu
+@needs_torch
 @pytest.mark.parametrize("name", sorted(TYPED))
 def test_typed_parameter_on_torch_sees_what_the_general_path_sees(mod, name):
     # PyTorch's tensors come through its DLPack C exchange API, on the fast path too.
@@ -182,8 +187,9 @@ def test_typed_parameter_on_torch_sees_what_the_general_path_sees(mod, name):
 
 
 def jax_inputs():
-    jax = pytest.importorskip("jax")
-    jnp = pytest.importorskip("jax.numpy")
+    import jax  # callers are marked needs_jax
+    import jax.numpy as jnp
+
     if jax.default_backend() != "gpu":
         pytest.skip("JAX has no GPU backend here")
     base = jnp.arange(24, dtype=jnp.float32)
@@ -198,6 +204,7 @@ def jax_inputs():
 
 
 @needs_gpu
+@needs_jax
 @pytest.mark.parametrize("name", sorted(TYPED))
 def test_typed_parameter_on_jax_sees_what_the_general_path_sees(mod, name):
     # Ready JAX arrays reach const parameters through JAX's interface, the rest (and the untyped
@@ -209,8 +216,9 @@ def test_typed_parameter_on_jax_sees_what_the_general_path_sees(mod, name):
 
 
 @needs_gpu
+@needs_cupy
 def test_cupy_through_the_fast_path_takes_and_leaks_no_reference(mod):
-    cupy = pytest.importorskip("cupy")
+    import cupy
     x = cupy.arange(8, dtype=cupy.float32)
     mod.f32_1d(x)
     before = sys.getrefcount(x)

@@ -5,6 +5,7 @@ otherwise. Written for any number of devices: the pairs are (0, 1) and, where th
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import pytest
 
 import arrayport as ap
 from arrayport import cuda, ops
+from conftest import needs_cupy, needs_torch
 
 N_GPUS = cuda.device_count()
 pytestmark = pytest.mark.skipif(
@@ -25,7 +27,8 @@ PAIRS = [(0, 1), (1, 0)] + ([(0, N_GPUS - 1)] if N_GPUS > 2 else [])
 
 def cuda_device_of(ptr: int) -> int:
     """The device CUDA itself reports for a pointer (not what arrayport recorded)."""
-    cupy = pytest.importorskip("cupy")
+    import cupy  # the tests that call this are marked needs_cupy
+
     return int(cupy.cuda.runtime.pointerGetAttributes(ptr).device)
 
 
@@ -37,7 +40,7 @@ def on_device_0():
     assert cuda.current_device() == 0, "the test left another device current"
 
 
-@pytest.mark.parametrize("memory", ["device", "managed"])
+@pytest.mark.parametrize("memory", [pytest.param("device", marks=needs_cupy), "managed"])
 @pytest.mark.parametrize("dev", sorted({1, max(1, N_GPUS - 1)}))
 def test_arrays_land_on_the_device_asked_for(memory, dev):
     a = ap.asarray(np.arange(1000, dtype=np.float32), memory=memory, device=dev)
@@ -50,6 +53,7 @@ def test_arrays_land_on_the_device_asked_for(memory, dev):
     assert cuda.current_device() == 0
 
 
+@needs_cupy
 def test_memory_follows_the_current_device_without_resetting_to_0():
     cuda.set_device(1)
     try:
@@ -64,6 +68,7 @@ def test_memory_follows_the_current_device_without_resetting_to_0():
         cuda.set_device(0)
 
 
+@needs_cupy
 def test_a_stream_of_device_0_still_gives_device_1_memory():
     # cudaMallocAsync takes the pool of the stream's device: with a stream of device 0 current,
     # memory asked of device 1 must still be device 1's.
@@ -76,6 +81,7 @@ def test_a_stream_of_device_0_still_gives_device_1_memory():
         ap.empty((4,), "float32", memory="device", device=1, stream=s0)
 
 
+@needs_cupy
 @pytest.mark.parametrize("src_dev,dst_dev", PAIRS)
 @pytest.mark.parametrize("layout", ["contiguous", "strided", "reversed-2d"])
 def test_to_device_copies_between_gpus(src_dev, dst_dev, layout):
@@ -128,6 +134,7 @@ def test_staged_copies_without_peer_access_in_a_subprocess():
     assert "staged ok" in r.stdout
 
 
+@needs_cupy
 def test_ops_run_on_their_inputs_device_and_restore_the_current_one():
     x = ap.asarray(np.arange(10_000, dtype=np.float32), memory="device", device=1)
     y = ops.multiply(x, 2.0)
@@ -170,9 +177,10 @@ def test_device_guards_restore_the_device_after_errors():
         assert cuda.current_device() == 1
 
 
-@pytest.mark.parametrize("lib", ["cupy", "torch"])
+@pytest.mark.parametrize("lib", [pytest.param("cupy", marks=needs_cupy),
+                                 pytest.param("torch", marks=needs_torch)])
 def test_other_libraries_see_device_1_arrays_on_device_1(lib):
-    m = pytest.importorskip(lib)
+    m = importlib.import_module(lib)
     a = ap.asarray(np.arange(32, dtype=np.float32), memory="device", device=1)
     if lib == "cupy":
         c = m.from_dlpack(a)                 # DLPack names the device; CAI does not

@@ -16,7 +16,8 @@ import pytest
 
 import arrayport as ap
 from arrayport import cuda
-from conftest import HAS_GPU, needs_gpu
+from conftest import HAS_GPU, needs_gpu, needs_torch
+from gpu_work import TorchWork
 
 QUEUED_MS = 100
 REPEATS = 20
@@ -39,27 +40,19 @@ VALUES = {
 }
 
 
-class Spin:
-    """Queues `ms` of GPU work on an arrayport stream with PyTorch's spin kernel."""
-
-    def __init__(self):
-        self.torch = pytest.importorskip("torch")
-        if not self.torch.cuda.is_available():
-            pytest.skip("PyTorch has no CUDA device")
-
-    def __call__(self, stream: cuda.Stream, ms: float) -> None:
-        external = self.torch.cuda.ExternalStream(stream.handle, device=stream.device)
-        with self.torch.cuda.stream(external):
-            self.torch.cuda._sleep(int(ms * 2e6))  # about 2 GHz: slower clocks only spin longer
-
-
 @pytest.fixture
 def spin():
-    s = Spin()
+    """spin(stream, ms) queues `ms` of GPU work on an arrayport stream (PyTorch's spin kernel)."""
+    work = TorchWork()
+
+    def spin(stream: cuda.Stream, ms: float) -> None:
+        with work.on(stream):
+            work.spin(ms)
+
     warm = cuda.Stream()
-    s(warm, 0.1)
+    spin(warm, 0.1)
     warm.synchronize()
-    return s
+    return spin
 
 
 def timed_while_busy(spin, stream, op):
@@ -89,6 +82,7 @@ CREATION = ["zeros", "ones", "full", "zeros_like", "ones_like", "full_like"]
 # Creation in device memory only: managed memory comes from cudaMallocManaged, which is not
 # stream-ordered (the fills of managed memory are timed).
 @needs_gpu
+@needs_torch
 @pytest.mark.parametrize("memory, op", [(m, op) for m in ("device", "managed") for op in FILLS] +
                          [("device", op) for op in CREATION])
 def test_gpu_fills_and_creation_return_while_the_stream_is_busy(spin, memory, op):
@@ -121,6 +115,7 @@ def test_gpu_fills_and_creation_return_while_the_stream_is_busy(spin, memory, op
 
 
 @needs_gpu
+@needs_torch
 def test_a_pinned_fill_waits_for_the_stream_before_the_host_writes(spin):
     # The CPU fills pinned memory: GPU work queued on its stream may still be using it.
     s = cuda.Stream()
@@ -180,6 +175,7 @@ def check_fills(memory: str, dtype: str, layout: str, how: str, spin=None) -> No
 
 
 @needs_gpu
+@needs_torch
 @pytest.mark.parametrize("memory", ["device", "managed"])
 @pytest.mark.parametrize("dtype", list(VALUES))
 @pytest.mark.parametrize("layout", LAYOUTS)

@@ -122,8 +122,9 @@ def test_indexing_an_empty_array_keeps_a_null_pointer_null():
 
 @pytest.mark.parametrize("perm", [(0, 2, 1), (2, 1, 0), (1, 0, 2)])
 def test_empty_arrays_are_contiguous_in_every_order(perm):
-    # Found by test_properties: a zero extent that was not scanned first was missed, so a
-    # transposed empty array was not C-contiguous and refused to reshape (NumPy reshapes it).
+    # Found by the property tests (array/test_views.py): a zero extent that was not scanned first
+    # was missed, so a transposed empty array was not C-contiguous and refused to reshape (NumPy
+    # reshapes it).
     a = ap.zeros((0, 2, 0), "bool", memory="host").transpose(*perm)
     n = np.zeros((0, 2, 0), bool).transpose(*perm)
     assert a.c_contiguous == n.flags.c_contiguous == True  # noqa: E712
@@ -132,8 +133,8 @@ def test_empty_arrays_are_contiguous_in_every_order(perm):
 
 
 def test_empty_arrays_view_as_any_dtype_whatever_their_strides():
-    # Found by test_properties: view(dtype) checked the strides of an empty array against the new
-    # itemsize; NumPy views it (its strides address nothing).
+    # Found by the property tests (array/test_views.py): view(dtype) checked the strides of an
+    # empty array against the new itemsize; NumPy views it (its strides address nothing).
     a = ap.zeros((0, 2), "bool", memory="host").T
     n = np.zeros((0, 2), bool).T
     assert a.view("int16").shape == n.view(np.int16).shape

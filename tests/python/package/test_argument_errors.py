@@ -1,7 +1,7 @@
 """Every public callable, every parameter, every kind of wrong value: a TypeError, ValueError or
 OverflowError (BufferError where DLPack prescribes it) whose message names the parameter; never a
 SystemError, a RuntimeError from a C++ bad_cast, nanobind's "incompatible function arguments" or a
-crash. arrayport.ops' own parameters are tested in test_ops.py."""
+crash. arrayport.ops' own parameters are tested in ops/test_ops.py."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import numpy as np
 import pytest
-from conftest import HAS_GPU
+from conftest import HAS_GPU, needs_gpu
 
 import arrayport as ap
 from arrayport import cuda
@@ -158,12 +158,12 @@ NO_PARAMETERS = {
     "build_info", "cmake_dir", "include_dir", "devices", "release_cached_memory", "runtime_info",
     "cuda.current_device", "cuda.current_stream", "cuda.device_count", "cuda.driver_version",
     "cuda.is_available", "cuda.runtime_version", "cuda.synchronize",
-    "Array.__dlpack_device__", "Array.__complex__",  # number conversions: test_conversions.py
+    "Array.__dlpack_device__", "Array.__complex__",  # number conversions: array/test_conversions.py
     "cuda.Stream.synchronize", "cuda.Stream.query", "cuda.Event.synchronize", "cuda.Event.query",
     "cuda.Device.mem_info", "cuda.Device.synchronize",
 }
 ELSEWHERE = {
-    "ops": "arrayport.ops' own parameters: test_ops.py",
+    "ops": "arrayport.ops' own parameters: ops/test_ops.py",
     "Array": "its methods are rows here",
     "cuda": "its functions are rows here",
     "ArrayLike": "a type, not a function",
@@ -194,7 +194,7 @@ def _cases():
     for row in ROWS:
         for param, kind in row.params.items():
             for i, bad in enumerate(BAD[kind]):
-                marks = [pytest.mark.skipif(not HAS_GPU, reason="needs a CUDA device")] if row.gpu else []
+                marks = [needs_gpu] if row.gpu else []
                 yield pytest.param(row, param, bad, id=f"{row.name}-{param}-{i}-{bad!r}"[:90],
                                    marks=marks)
 
@@ -252,7 +252,7 @@ def test_without_a_gpu_a_device_index_of_host_memory_is_ignored(make):
     assert make(3, memory="managed", device=3).memory == "host"  # managed falls back to host
 
 
-@pytest.mark.skipif(not HAS_GPU, reason="needs a CUDA device")
+@needs_gpu
 def test_device_takes_a_device_object_wherever_it_takes_an_int():
     d = cuda.Device(0)
     for a in (ap.empty(3, device=d), ap.zeros(3, memory="device", device=d),

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import arrayport as ap
-from conftest import HAS_GPU, needs_gpu
+from conftest import HAS_GPU, needs_cupy, needs_gpu, needs_jax, needs_torch
 
 DEFAULT_MEMORY = "managed" if HAS_GPU else "host"
 DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -264,9 +264,10 @@ def test_device_memory_without_a_gpu_is_a_no_device_error():
 # ---- GPU: zero-copy into every library, for device and managed memory -------------------------
 
 @needs_gpu
+@needs_cupy
 @pytest.mark.parametrize("memory", ["device", "managed"])
 def test_cupy_takes_device_arrays_zero_copy_through_cai_and_dlpack(memory):
-    cupy = pytest.importorskip("cupy")
+    import cupy
     a = ap.zeros(1000, "float32", memory=memory)
     c = cupy.asarray(a)                       # __cuda_array_interface__
     assert c.data.ptr == a.ptr
@@ -281,8 +282,9 @@ def test_cupy_takes_device_arrays_zero_copy_through_cai_and_dlpack(memory):
 
 
 @needs_gpu
+@needs_torch
 def test_torch_takes_device_arrays_zero_copy_through_dlpack_and_writes_are_seen():
-    torch = pytest.importorskip("torch")
+    import torch
     a = ap.zeros((10, 10), "float32", memory="device")
     t = torch.from_dlpack(a)
     assert t.data_ptr() == a.ptr and t.is_cuda and tuple(t.shape) == (10, 10)
@@ -292,11 +294,12 @@ def test_torch_takes_device_arrays_zero_copy_through_dlpack_and_writes_are_seen(
 
 
 @needs_gpu
+@needs_torch
 def test_torch_takes_managed_arrays_zero_copy_through_cai():
     # DLPack labels managed memory kDLCUDAManaged (as CuPy and cuda.core do); PyTorch's from_dlpack
     # refuses that device type (pytorch/pytorch#96318), so PyTorch takes managed arrays through
     # __cuda_array_interface__, still without a copy.
-    torch = pytest.importorskip("torch")
+    import torch
     a = ap.zeros((10, 10), "float32", memory="managed")
     assert a.__dlpack_device__() == (13, 0)
     t = torch.as_tensor(a, device="cuda")
@@ -307,10 +310,12 @@ def test_torch_takes_managed_arrays_zero_copy_through_cai():
 
 
 @needs_gpu
+@needs_torch
+@needs_jax
 def test_managed_arrays_go_to_consumers_without_kdlcudamanaged_as_device_memory():
     # PyTorch and JAX refuse DLPack device type 13 (kDLCUDAManaged); a consumer that asks for
     # dl_device=(kDLCUDA, id) gets the managed memory labelled as device memory, without a copy.
-    torch = pytest.importorskip("torch")
+    import torch
     a = ap.full(256, 5, "float32", memory="managed")
     t = torch.from_dlpack(a.__dlpack__(dl_device=(2, 0), max_version=(1, 0)))
     assert t.data_ptr() == a.ptr and t.is_cuda
@@ -319,7 +324,7 @@ def test_managed_arrays_go_to_consumers_without_kdlcudamanaged_as_device_memory(
     assert np.asarray(a).sum() == 6 * 256
     with pytest.raises(BufferError, match=r"dl_device=\(2, 1\) asks for another device"):
         a.__dlpack__(dl_device=(2, 1))
-    jax = pytest.importorskip("jax")
+    import jax
 
     class AsDevice:  # what a JAX user writes: the device label JAX knows
         def __dlpack_device__(self):
@@ -353,6 +358,7 @@ def test_numba_and_cuda_core_take_arrays_zero_copy_and_writes_are_seen(memory):
 
 
 @needs_gpu
+@needs_jax
 def test_jax_numba_and_cuda_core_take_device_arrays_zero_copy():
     a = ap.full(256, 5, "float32", memory="device")
     numba_cuda = pytest.importorskip("numba.cuda")
@@ -362,14 +368,15 @@ def test_jax_numba_and_cuda_core_take_device_arrays_zero_copy():
     smv = getattr(core, "StridedMemoryView", None) or core.utils.StridedMemoryView
     view = smv.from_any_interface(a, stream_ptr=-1) if hasattr(smv, "from_any_interface") else smv(a, stream_ptr=-1)
     assert view.ptr == a.ptr and tuple(view.shape) == (256,)
-    jax = pytest.importorskip("jax")
+    import jax
     j = jax.dlpack.from_dlpack(a)
     assert float(j.sum()) == 5 * 256
 
 
 @needs_gpu
+@needs_torch
 def test_consumer_on_another_stream_reads_complete_data_without_device_sync():
-    torch = pytest.importorskip("torch")
+    import torch
     n = 1 << 26
     producer, consumer = torch.cuda.Stream(), torch.cuda.Stream()
     a = ap.empty(n, "float32", memory="device", stream=producer.cuda_stream)

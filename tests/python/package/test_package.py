@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import arrayport
-from conftest import HAS_GPU, REPO
+from conftest import HAS_GPU, REPO, needs_cupy, needs_gpu, needs_torch
 
 
 def test_version_is_the_one_written_in_version_h():
@@ -91,7 +91,7 @@ def test_interop_matrix_checks_numpy_both_ways_zero_copy():
     assert "arrayport -> NumPy" in run_report() and "NumPy -> arrayport" in run_report()
 
 
-@pytest.mark.skipif(not HAS_GPU, reason="needs a CUDA device")
+@needs_gpu
 @pytest.mark.parametrize("library", ["CuPy", "PyTorch", "Numba"])
 def test_interop_matrix_on_the_gpu_is_zero_copy(library):
     rows = _interop_rows(library, "device")
@@ -137,14 +137,14 @@ def test_core_exports_its_init_function_alone():
     assert exported == ["PyInit__core"]
 
 
-@pytest.mark.skipif(not HAS_GPU, reason="needs a CUDA device")
+@needs_gpu
+@needs_cupy
+@needs_torch
 def test_arrayport_first_then_cupy_and_torch_import_and_run():
     code = ("import arrayport as ap; a = ap.ones(3, memory='device');"
             "import cupy, torch;"
             "assert int(cupy.asarray(a).sum()) == 3;"
             "assert int(torch.from_dlpack(a).sum()) == 3; print('ok')")
-    pytest.importorskip("cupy")
-    pytest.importorskip("torch")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
 

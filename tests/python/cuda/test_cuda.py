@@ -18,7 +18,8 @@ import pytest
 
 import arrayport
 from arrayport import cuda
-from conftest import HAS_GPU, needs_gpu
+from conftest import HAS_GPU, needs_cupy, needs_gpu, needs_torch
+from gpu_work import spin_cycles
 
 REASON = arrayport.runtime_info()["reason"]
 no_gpu_only = pytest.mark.skipif(HAS_GPU, reason="checks the behaviour without a CUDA device")
@@ -398,85 +399,6 @@ def test_adopting_a_bad_cuda_stream_protocol_says_what_came():
 # On a GPU
 
 
-def _spin_cycles(ms):
-    # About 2 GHz: long enough on any supported GPU (a slower clock only makes it longer).
-    return int(ms * 2e6)
-
-
-class TorchWork:
-    """Enqueues PyTorch work on an arrayport stream (through torch.cuda.ExternalStream)."""
-
-    def __init__(self):
-        self.torch = pytest.importorskip("torch")
-        if not self.torch.cuda.is_available():
-            pytest.skip("PyTorch has no CUDA device")
-
-    def on(self, s):
-        return self.torch.cuda.stream(self.torch.cuda.ExternalStream(s.handle, device=s.device))
-
-    def spin(self, ms):
-        self.torch.cuda._sleep(_spin_cycles(ms))
-
-    def zeros(self, n):
-        return self.torch.zeros(n, dtype=self.torch.float32, device="cuda")
-
-    def fill(self, a, v):
-        a.fill_(v)
-
-    def copy(self, dst, src):
-        dst.copy_(src)
-
-    def all_equal(self, a, v):
-        return bool((a == v).all().item())
-
-
-class CupyWork:
-    """Enqueues CuPy work on an arrayport stream (through cupy.cuda.ExternalStream)."""
-
-    SPIN = r"""extern "C" __global__ void spin(long long cycles) {
-        long long start = clock64();
-        while (clock64() - start < cycles) {}
-    }"""
-
-    def __init__(self):
-        self.cupy = pytest.importorskip("cupy")
-        self.kernel = self.cupy.RawKernel(self.SPIN, "spin")
-        self.kernel((1,), (1,), (self.cupy.int64(0),))  # compiles now, not inside a measurement
-        self.cupy.cuda.Device().synchronize()
-
-    def on(self, s):
-        return self.cupy.cuda.ExternalStream(s.handle)  # the tests run on the current device
-
-    def spin(self, ms):
-        self.kernel((1,), (1,), (self.cupy.int64(_spin_cycles(ms)),))
-
-    def zeros(self, n):
-        return self.cupy.zeros(n, dtype=self.cupy.float32)
-
-    def fill(self, a, v):
-        a.fill(v)
-
-    def copy(self, dst, src):
-        dst[...] = src
-
-    def all_equal(self, a, v):
-        return bool((a == v).all())
-
-
-@pytest.fixture(params=["torch", "cupy"])
-def work(request):
-    return TorchWork() if request.param == "torch" else CupyWork()
-
-
-@pytest.fixture
-def device0():
-    """Device 0 current for the test, and the previous device current again after it."""
-    previous = cuda.current_device()
-    cuda.set_device(0)
-    yield cuda.Device(0)
-    cuda.set_device(previous)
-
-
 @needs_gpu
 def test_device_properties_match_the_report(device0):
     for i, info in enumerate(arrayport.devices()):
@@ -757,8 +679,9 @@ def test_blocking_calls_release_the_gil(device0, work, blocking_call):
 
 
 @needs_gpu
+@needs_torch
 def test_adopting_a_pytorch_stream_runs_work_on_it(device0):
-    torch = pytest.importorskip("torch")
+    import torch
     ts = torch.cuda.Stream(priority=-1)
     s = cuda.Stream.adopt(ts)
     assert s.handle == ts.cuda_stream
@@ -766,7 +689,7 @@ def test_adopting_a_pytorch_stream_runs_work_on_it(device0):
     assert s.priority == ts.priority
     assert s.owned is False
     with torch.cuda.stream(ts):
-        torch.cuda._sleep(_spin_cycles(100))
+        torch.cuda._sleep(spin_cycles(100))
     e = s.record_event()  # after the torch work, on the adopted stream
     assert e.query() is False
     assert s.query() is False
@@ -775,15 +698,16 @@ def test_adopting_a_pytorch_stream_runs_work_on_it(device0):
     # And the other way: PyTorch on an arrayport stream.
     mine = cuda.Stream()
     with torch.cuda.stream(torch.cuda.ExternalStream(mine.handle)):
-        torch.cuda._sleep(_spin_cycles(100))
+        torch.cuda._sleep(spin_cycles(100))
     assert mine.query() is False
     mine.synchronize()
     assert mine.query() is True
 
 
 @needs_gpu
+@needs_cupy
 def test_adopting_a_cupy_stream_runs_work_on_it(device0):
-    cupy = pytest.importorskip("cupy")
+    import cupy
     cs = cupy.cuda.Stream(non_blocking=True)
     s = cuda.Stream.adopt(cs)
     assert s.handle == cs.ptr
@@ -841,8 +765,8 @@ def test_more_than_the_card_has_is_out_of_memory_and_the_next_allocation_works(d
 
 
 @needs_gpu
+@needs_cupy
 def test_an_illegal_address_is_a_sticky_cuda_error_saying_what_it_means():
-    pytest.importorskip("cupy")
     code = r"""
 import cupy, arrayport as ap
 bad = cupy.RawKernel(r'extern "C" __global__ void bad(float* p) { p[0] = 1.0f; }', 'bad')
