@@ -89,11 +89,9 @@ void acquire_rest(held& a, PyObject* obj, const python::constraints& c,
     forget_protocol(Py_TYPE(obj), protocol_buffer);
 }
 
-}  // namespace
-
-void acquire(held& a, PyObject* obj, const python::constraints& c, const python::acquire_options& o) {
-  if (!obj) throw value_error(std::string(c.name) + ": expected an array, got NULL");
-  const type_entry type = lookup_type(Py_TYPE(obj));
+// acquire() with the producer type's entry looked up (once per call: borrow() takes it too).
+void acquire_with(held& a, PyObject* obj, const python::constraints& c,
+                  const python::acquire_options& o, const type_entry& type) {
   std::uint32_t available = type.protocols;
   if (!available) {
     // Duck-typed objects may carry the interface as an instance attribute (not cacheable).
@@ -129,25 +127,36 @@ void acquire(held& a, PyObject* obj, const python::constraints& c, const python:
   check_constraints(c, obj, a.view);
 }
 
-std::uint32_t borrow(PyObject* obj, const python::constraints& c, const python::acquire_options& o,
-                     arrayport_view_t& v, std::int64_t* ext) noexcept {
-  if (!obj || !borrowable(c) || !(o.protocols & (protocol_cupy | protocol_cai | protocol_exchange)))
-    return 0;
-  PyTypeObject* type = Py_TYPE(obj);
-  if (type == cupy().array_type && type)
+std::uint32_t borrow_with(PyObject* obj, const python::constraints& c,
+                          const python::acquire_options& o, const type_entry& type,
+                          arrayport_view_t& v, std::int64_t* ext) noexcept {
+  if (!borrowable(c) || !(o.protocols & (protocol_cupy | protocol_cai | protocol_exchange))) return 0;
+  if (type.type == cupy().array_type)
     return (o.protocols & protocol_cupy) && cupy_borrow(obj, c, consumer_stream(o), v, ext)
                ? protocol_cupy : 0;
-  if (type == jax_array_type() && type)
+  if (type.type == jax_array_type())
     return (o.protocols & protocol_cai) && jax_borrow(obj, c, v, ext) ? protocol_cai : 0;
-  if (type == numpy_exact_type() || !(o.protocols & protocol_exchange)) return 0;
-  const dl_exchange_api* api = nullptr;
+  return type.exchange && (o.protocols & protocol_exchange) &&
+                 exchange_borrow(obj, *type.exchange, c, consumer_stream(o), v, ext)
+             ? protocol_exchange : 0;
+}
+
+}  // namespace
+
+void acquire(held& a, PyObject* obj, const python::constraints& c, const python::acquire_options& o) {
+  if (!obj) throw value_error(std::string(c.name) + ": expected an array, got NULL");
+  acquire_with(a, obj, c, o, lookup_type(Py_TYPE(obj)));
+}
+
+std::uint32_t borrow(PyObject* obj, const python::constraints& c, const python::acquire_options& o,
+                     arrayport_view_t& v, std::int64_t* ext) noexcept {
+  if (!obj) return 0;
   try {
-    api = lookup_type(type).exchange;
+    return borrow_with(obj, c, o, lookup_type(Py_TYPE(obj)), v, ext);
   } catch (...) {
     PyErr_Clear();
     return 0;
   }
-  return api && exchange_borrow(obj, *api, c, consumer_stream(o), v, ext) ? protocol_exchange : 0;
 }
 
 void read_request(const arrayport_acquire_request_t* request, python::constraints& c,
@@ -201,6 +210,16 @@ void read_request(const arrayport_acquire_request_t* request, python::constraint
 
 namespace {
 
+// The engine's message as the Python error: bytes a producer put in it (a buffer format, a
+// typestr) that are not UTF-8 are escaped, so the message still names the argument.
+void set_message(PyObject* type, const char* what) noexcept {
+  PyObject* text = PyUnicode_DecodeUTF8(what, static_cast<Py_ssize_t>(std::strlen(what)),
+                                        "backslashreplace");
+  if (!text) return;  // out of memory: that error stands
+  PyErr_SetObject(type, text);
+  Py_DECREF(text);
+}
+
 int acquire_view(PyObject* obj, const arrayport_acquire_request_t* request,
                  arrayport_acquired_t* out) noexcept {
   python::constraints c;
@@ -212,36 +231,38 @@ int acquire_view(PyObject* obj, const arrayport_acquire_request_t* request,
     ext::raise_current_exception();
     return ARRAYPORT_ACQUIRE_FAILED;
   }
-  if (o.borrow) {
-    if (const std::uint32_t p = borrow(obj, c, o, out->view, out->extents)) {
-      out->handle = nullptr;
-      out->protocol = p;
-      return ARRAYPORT_ACQUIRE_OK;
-    }
-  }
   held* h = nullptr;
   try {
+    if (!obj) throw value_error(std::string(c.name) + ": expected an array, got NULL");
+    const type_entry type = lookup_type(Py_TYPE(obj));
+    if (o.borrow) {
+      if (const std::uint32_t p = borrow_with(obj, c, o, type, out->view, out->extents)) {
+        out->handle = nullptr;
+        out->protocol = p;
+        return ARRAYPORT_ACQUIRE_OK;
+      }
+    }
     h = make_held();
-    acquire(*h, obj, c, o);
+    acquire_with(*h, obj, c, o, type);
     out->view = h->view;
     out->handle = h;
     out->protocol = h->protocol;
     return ARRAYPORT_ACQUIRE_OK;
   } catch (const python::not_an_array& e) {
     free_held(h);
-    PyErr_SetString(PyExc_TypeError, e.what());
+    set_message(PyExc_TypeError, e.what());
     return ARRAYPORT_ACQUIRE_NOT_AN_ARRAY;
   } catch (const type_error& e) {
     free_held(h);
-    PyErr_SetString(PyExc_TypeError, e.what());
+    set_message(PyExc_TypeError, e.what());
     return ARRAYPORT_ACQUIRE_REFUSED;
   } catch (const value_error& e) {
     free_held(h);
-    PyErr_SetString(PyExc_ValueError, e.what());
+    set_message(PyExc_ValueError, e.what());
     return ARRAYPORT_ACQUIRE_REFUSED;
   } catch (const buffer_error& e) {
     free_held(h);
-    PyErr_SetString(PyExc_BufferError, e.what());
+    set_message(PyExc_BufferError, e.what());
     return ARRAYPORT_ACQUIRE_REFUSED;
   } catch (...) {
     free_held(h);
