@@ -43,8 +43,9 @@ void from_buffer(held& a, const python::constraints& c, PyObject* obj) {
     Py_XDECREF(type);
     Py_XDECREF(value);
     Py_XDECREF(trace);
-    fail_buffer(c, obj, "the exporter returned a buffer with " + why +
-                            " set: expected a buffer or an error, not both");
+    fail_buffer(c, obj,
+                "the exporter returned a buffer with " + why +
+                    " set: expected a buffer or an error, not both");
   }
   const Py_buffer& b = a.buffer;
   arrayport::dtype dt;
@@ -56,28 +57,32 @@ void from_buffer(held& a, const python::constraints& c, PyObject* obj) {
     fail_value(c, obj, e.what());
   }
   if (b.ndim < 0 || b.ndim > ARRAYPORT_MAX_NDIM)
-    fail_value(c, obj, "expected at most " + std::to_string(ARRAYPORT_MAX_NDIM) +
-                           " dimensions, got " + std::to_string(b.ndim));
+    fail_value(c, obj,
+               "expected at most " + std::to_string(ARRAYPORT_MAX_NDIM) + " dimensions, got " +
+                   std::to_string(b.ndim));
   // Suboffsets (PIL-style indirection) are only for consumers that asked for them, which we do
   // not; a NULL shape describes one axis of len bytes; a buffer without strides is contiguous,
   // and len is product(shape) * itemsize.
   if (b.suboffsets)
-    fail_buffer(c, obj, "the exporter returned suboffsets (an indirect buffer) to a request "
-                        "without PyBUF_INDIRECT: expected a strided buffer");
+    fail_buffer(c, obj,
+                "the exporter returned suboffsets (an indirect buffer) to a request "
+                "without PyBUF_INDIRECT: expected a strided buffer");
   if (!b.shape && b.ndim > 1)
-    fail_buffer(c, obj, "the exporter returned no shape for " + std::to_string(b.ndim) +
-                            " dimensions: expected a shape (PyBUF_ND was requested)");
+    fail_buffer(c, obj,
+                "the exporter returned no shape for " + std::to_string(b.ndim) +
+                    " dimensions: expected a shape (PyBUF_ND was requested)");
   if (!b.shape && b.ndim == 1 && (b.len < 0 || b.len % b.itemsize != 0))
-    fail_buffer(c, obj, "buffer len " + std::to_string(b.len) + " is not a whole number of items of " +
-                            std::to_string(b.itemsize) + " bytes");
+    fail_buffer(c, obj,
+                "buffer len " + std::to_string(b.len) + " is not a whole number of items of " +
+                    std::to_string(b.itemsize) + " bytes");
   std::int64_t* ext = a.extents(b.ndim);
   for (int i = b.ndim; i-- > 0;) {
     ext[i] = b.shape ? b.shape[i] : b.len / b.itemsize;
     if (b.strides) {
       if (b.strides[i] % b.itemsize != 0)
-        fail_value(c, obj, "stride " + std::to_string(b.strides[i]) + " of axis " +
-                               std::to_string(i) + " is not a multiple of the itemsize " +
-                               std::to_string(b.itemsize));
+        fail_value(c, obj,
+                   "stride " + std::to_string(b.strides[i]) + " of axis " + std::to_string(i) +
+                       " is not a multiple of the itemsize " + std::to_string(b.itemsize));
       ext[b.ndim + i] = b.strides[i] / b.itemsize;
     }
   }
@@ -87,12 +92,14 @@ void from_buffer(held& a, const python::constraints& c, PyObject* obj) {
     std::int64_t bytes = 0;
     const layout_status s = byte_count(ext, b.ndim, static_cast<std::int64_t>(b.itemsize), bytes);
     if (s != layout_status::negative_extent && (s != layout_status::ok || bytes != b.len))
-      fail_buffer(c, obj, "shape " + shape_string(ext, b.ndim) + " of " +
-                              std::to_string(b.itemsize) + "-byte items needs " +
-                              (s != layout_status::ok ? std::string("more than 2^63-1")
-                                                      : std::to_string(bytes)) +
-                              " bytes, but the buffer has len " + std::to_string(b.len));
-    require_compact_strides(c, obj, ext, b.ndim, ext + b.ndim, static_cast<std::int64_t>(b.itemsize));
+      fail_buffer(
+          c, obj,
+          "shape " + shape_string(ext, b.ndim) + " of " + std::to_string(b.itemsize) +
+              "-byte items needs " +
+              (s != layout_status::ok ? std::string("more than 2^63-1") : std::to_string(bytes)) +
+              " bytes, but the buffer has len " + std::to_string(b.len));
+    require_compact_strides(c, obj, ext, b.ndim, ext + b.ndim,
+                            static_cast<std::int64_t>(b.itemsize));
   }
   fill_view(a.view, b.buf, b.ndim, ext, dt.to_c(), memory_kind::host, 0, b.readonly != 0, obj);
 }

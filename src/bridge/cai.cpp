@@ -17,9 +17,10 @@ namespace arrayport::bridge {
 using python::detail::py_ref;
 
 PyObject* cai_key_object(cai_key k) noexcept {
-  static PyObject* const keys[cai_keys] = {
-      interned(cai_names[0]), interned(cai_names[1]), interned(cai_names[2]), interned(cai_names[3]),
-      interned(cai_names[4]), interned(cai_names[5]), interned(cai_names[6])};
+  static PyObject* const keys[cai_keys] = {interned(cai_names[0]), interned(cai_names[1]),
+                                           interned(cai_names[2]), interned(cai_names[3]),
+                                           interned(cai_names[4]), interned(cai_names[5]),
+                                           interned(cai_names[6])};
   return keys[k];
 }
 
@@ -28,7 +29,8 @@ PyObject* cai_attribute() noexcept {
   return name;
 }
 
-void from_cai(held& a, const python::constraints& c, PyObject* obj, stream_handle consumer, bool sync) {
+void from_cai(held& a, const python::constraints& c, PyObject* obj, stream_handle consumer,
+              bool sync) {
   PyObject* name = cai_attribute();
   PyObject* d = name ? PyObject_GetAttr(obj, name) : nullptr;
   if (!d) producer_failed(c, obj, "__cuda_array_interface__");
@@ -54,8 +56,9 @@ memory_kind from_cai_dict(held& a, const python::constraints& c, PyObject* obj, 
   };
   auto as_int = [&](PyObject* v, const char* what) -> long long {
     if (!PyLong_Check(v))
-      fail_value(c, obj, cai + "['" + what + "'] holds a " + python::detail::type_name(v) +
-                             ", expected an int");
+      fail_value(
+          c, obj,
+          cai + "['" + what + "'] holds a " + python::detail::type_name(v) + ", expected an int");
     long long x = PyLong_AsLongLong(v);
     if (x == -1 && PyErr_Occurred()) {
       PyErr_Clear();
@@ -66,30 +69,34 @@ memory_kind from_cai_dict(held& a, const python::constraints& c, PyObject* obj, 
   const py_ref version = item(cai_version, true);
   const long long ver = as_int(version.get(), "version");
   if (ver < 0 || ver > 3)
-    fail_value(c, obj, "unsupported " + cai + " version " + std::to_string(ver) + ": expected 0 to 3");
+    fail_value(c, obj,
+               "unsupported " + cai + " version " + std::to_string(ver) + ": expected 0 to 3");
   const py_ref mask = item(cai_mask, false);
   if (mask && mask.get() != Py_None)
     fail_value(c, obj, "masked arrays are not supported: expected " + cai + "['mask'] to be None");
   const py_ref shape_ref = item(cai_shape, true);
   PyObject* shape = shape_ref.get();  // a tuple: its items live as long as it does
   if (!PyTuple_Check(shape))
-    fail_value(c, obj, cai + "['shape'] is a " + python::detail::type_name(shape) +
-                           ", expected a tuple of ints");
+    fail_value(
+        c, obj,
+        cai + "['shape'] is a " + python::detail::type_name(shape) + ", expected a tuple of ints");
   const Py_ssize_t ndim = PyTuple_GET_SIZE(shape);
   if (ndim > ARRAYPORT_MAX_NDIM)
-    fail_value(c, obj, "expected at most " + std::to_string(ARRAYPORT_MAX_NDIM) +
-                           " dimensions, got " + std::to_string(ndim));
+    fail_value(c, obj,
+               "expected at most " + std::to_string(ARRAYPORT_MAX_NDIM) + " dimensions, got " +
+                   std::to_string(ndim));
   const py_ref typestr_ref = item(cai_typestr, true);
   PyObject* typestr = typestr_ref.get();
   if (!PyUnicode_Check(typestr))
-    fail_value(c, obj, cai + "['typestr'] is a " + python::detail::type_name(typestr) +
-                           ", expected a str");
+    fail_value(c, obj,
+               cai + "['typestr'] is a " + python::detail::type_name(typestr) + ", expected a str");
   Py_ssize_t typestr_size = 0;
   const char* typestr_utf8 = PyUnicode_AsUTF8AndSize(typestr, &typestr_size);
   if (!typestr_utf8) {
     PyErr_Clear();  // a lone surrogate: no typestr at all
-    fail_type(c, obj, cai + "['typestr'] is not valid UTF-8: expected one of " +
-                          std::string(arrayport::detail::accepted_typestrs));
+    fail_type(c, obj,
+              cai + "['typestr'] is not valid UTF-8: expected one of " +
+                  std::string(arrayport::detail::accepted_typestrs));
   }
   arrayport::dtype dt;
   try {
@@ -105,15 +112,16 @@ memory_kind from_cai_dict(held& a, const python::constraints& c, PyObject* obj, 
     fail_value(c, obj, cai + "['data'] must be a tuple (ptr, readonly)");
   const long long ptr = as_int(PyTuple_GET_ITEM(data, 0), "data");
   if (ptr < 0)
-    fail_value(c, obj, cai + "['data'][0] is " + std::to_string(ptr) +
-                           ", expected a non-negative pointer");
+    fail_value(c, obj,
+               cai + "['data'][0] is " + std::to_string(ptr) + ", expected a non-negative pointer");
   const int readonly = PyObject_IsTrue(PyTuple_GET_ITEM(data, 1));
   if (readonly < 0) producer_failed(c, obj, "__cuda_array_interface__['data'][1]'s truth value");
   const py_ref strides_ref = item(cai_strides, false);
   PyObject* strides = strides_ref.get();
-  if (strides && strides != Py_None && (!PyTuple_Check(strides) || PyTuple_GET_SIZE(strides) != ndim))
-    fail_value(c, obj, cai + "['strides'] must be None or a tuple of " + std::to_string(ndim) +
-                           " ints");
+  if (strides && strides != Py_None &&
+      (!PyTuple_Check(strides) || PyTuple_GET_SIZE(strides) != ndim))
+    fail_value(c, obj,
+               cai + "['strides'] must be None or a tuple of " + std::to_string(ndim) + " ints");
   std::int64_t* ext = a.extents(static_cast<int>(ndim));
   const auto itemsize = static_cast<long long>(dt.itemsize());
   const bool given = strides && strides != Py_None;
@@ -122,8 +130,9 @@ memory_kind from_cai_dict(held& a, const python::constraints& c, PyObject* obj, 
     if (given) {
       const long long s = as_int(PyTuple_GET_ITEM(strides, i), "strides");
       if (s % itemsize != 0)
-        fail_value(c, obj, "stride " + std::to_string(s) + " of axis " + std::to_string(i) +
-                               " is not a multiple of the itemsize " + std::to_string(itemsize));
+        fail_value(c, obj,
+                   "stride " + std::to_string(s) + " of axis " + std::to_string(i) +
+                       " is not a multiple of the itemsize " + std::to_string(itemsize));
       ext[ndim + i] = s / itemsize;
     }
   }
@@ -141,9 +150,12 @@ memory_kind from_cai_dict(held& a, const python::constraints& c, PyObject* obj, 
   if (sync && stream && stream.get() != Py_None) {
     const long long s = as_int(stream.get(), "stream");
     if (s == 0)
-      fail_value(c, obj, cai + "['stream'] is 0, which the protocol disallows: expected None, 1 "
-                               "(legacy default), 2 (per-thread default) or a stream handle");
-    stream_handle producer = s == 1 ? nullptr : reinterpret_cast<stream_handle>(static_cast<std::uintptr_t>(s));
+      fail_value(c, obj,
+                 cai +
+                     "['stream'] is 0, which the protocol disallows: expected None, 1 "
+                     "(legacy default), 2 (per-thread default) or a stream handle");
+    stream_handle producer =
+        s == 1 ? nullptr : reinterpret_cast<stream_handle>(static_cast<std::uintptr_t>(s));
     runtime::order_streams(producer, consumer, info.device);
   }
   return info.kind;

@@ -57,10 +57,11 @@ void check_geometry(const constraints& c, PyObject* obj, const arrayport_view_t&
   if (l.count == 0) return;
   if (!v.data) fail_value(c, obj, "data pointer is NULL but the array has elements");
   if (!fits_address_space(v.data, l))
-    fail_value(c, obj, "shape " + shape_string(v.shape, v.ndim) + " at address " +
-                           std::to_string(reinterpret_cast<std::uintptr_t>(v.data)) +
-                           " reaches bytes " + std::to_string(l.lo) + " to " +
-                           std::to_string(l.hi) + " from it: past the ends of the address space");
+    fail_value(c, obj,
+               "shape " + shape_string(v.shape, v.ndim) + " at address " +
+                   std::to_string(reinterpret_cast<std::uintptr_t>(v.data)) + " reaches bytes " +
+                   std::to_string(l.lo) + " to " + std::to_string(l.hi) +
+                   " from it: past the ends of the address space");
 }
 
 void check_constraints(const constraints& c, PyObject* obj, arrayport_view_t& v) {
@@ -71,20 +72,22 @@ void check_constraints(const constraints& c, PyObject* obj, arrayport_view_t& v)
     if (!ok) {
       std::string expected;
       for (std::size_t i = 0; i < c.n_dtypes; ++i)
-        expected += (i ? (i + 1 == c.n_dtypes ? " or " : ", ") : "") +
-                    std::string(c.dtypes[i].name());
+        expected +=
+            (i ? (i + 1 == c.n_dtypes ? " or " : ", ") : "") + std::string(c.dtypes[i].name());
       fail_type(c, obj, "expected dtype " + expected + ", got " + arrayport::detail::describe(got));
     }
   }
   if (c.ndim >= 0 && v.ndim != c.ndim)
-    fail_type(c, obj, "expected a " + std::to_string(c.ndim) + "-dimensional array, got " +
-                          std::to_string(v.ndim) + " dimensions (shape " +
-                          shape_string(v.shape, v.ndim) + ")");
+    fail_type(c, obj,
+              "expected a " + std::to_string(c.ndim) + "-dimensional array, got " +
+                  std::to_string(v.ndim) + " dimensions (shape " + shape_string(v.shape, v.ndim) +
+                  ")");
   if (c.shape && c.ndim >= 0) {
     for (int i = 0; i < c.ndim; ++i)
       if (c.shape[i] >= 0 && c.shape[i] != v.shape[i])
-        fail_value(c, obj, "expected shape " + shape_string(c.shape, c.ndim) + ", got " +
-                               shape_string(v.shape, v.ndim));
+        fail_value(c, obj,
+                   "expected shape " + shape_string(c.shape, c.ndim) + ", got " +
+                       shape_string(v.shape, v.ndim));
   }
   if (c.layout == python::order::c && !is_contiguous(v.shape, v.strides, v.ndim, true))
     fail_value(c, obj, "expected a C-contiguous array, got strides that are not");
@@ -105,9 +108,10 @@ void check_constraints(const constraints& c, PyObject* obj, arrayport_view_t& v)
       }
     }
     if (!ok)
-      fail_value(c, obj, std::string("expected memory reachable from the ") +
-                             (host_needed ? "host" : "device") + ", got " +
-                             std::string(to_string(kind)) + " memory");
+      fail_value(c, obj,
+                 std::string("expected memory reachable from the ") +
+                     (host_needed ? "host" : "device") + ", got " + std::string(to_string(kind)) +
+                     " memory");
   }
   if (c.writable && (v.flags & ARRAYPORT_VIEW_READONLY))
     fail_buffer(c, obj, "expected a writable array, got a read-only one");

@@ -43,7 +43,8 @@ void check_constraints(const constraints& c, PyObject* obj, arrayport_view_t& v)
 /// The constraints a borrowed view serves (a typed parameter's: one dtype, a rank, no shape or
 /// order): python::argument's typed loads, whose view needs no holder.
 inline bool borrowable(const constraints& c) noexcept {
-  return c.n_dtypes == 1 && c.ndim >= 0 && c.ndim <= 8 && !c.shape && c.layout == python::order::any;
+  return c.n_dtypes == 1 && c.ndim >= 0 && c.ndim <= 8 && !c.shape &&
+         c.layout == python::order::any;
 }
 
 /// Whether memory of `kind` is where `c` wants it, without asking CUDA (acquire() asks).

@@ -35,7 +35,7 @@ namespace {
 
 void from_array(held& a, PyObject* obj, const arrayport_python_api_t& api) {
   a.view = *reinterpret_cast<const arrayport_view_t*>(reinterpret_cast<const char*>(obj) +
-                                                       api.array_view_offset);
+                                                      api.array_view_offset);
   a.view.owner = obj;
   a.from = held::source::reference;
 }
@@ -47,8 +47,9 @@ void acquire_rest(held& a, PyObject* obj, const python::constraints& c,
   if (offered & protocol_cupy) {
     if (cupy().state < 0) forget_protocol(Py_TYPE(obj), protocol_cupy);
     if (!rest)
-      fail_buffer(c, obj, "this CuPy array cannot be read from its struct (a layout or dtype "
-                          "arrayport does not know): expected another protocol to be allowed");
+      fail_buffer(c, obj,
+                  "this CuPy array cannot be read from its struct (a layout or dtype "
+                  "arrayport does not know): expected another protocol to be allowed");
   }
   bool refused_buffer = false;
   if (rest & protocol_buffer) {
@@ -127,36 +128,32 @@ void acquire_with(held& a, PyObject* obj, const python::constraints& c,
   check_constraints(c, obj, a.view);
 }
 
+// A typed call-scoped parameter's view with nothing held (CuPy from its struct, a ready JAX
+// array's interface, the exchange API's non-owning tensor): its protocol bit, or 0 (no error
+// set) when acquire() must decide.
 std::uint32_t borrow_with(PyObject* obj, const python::constraints& c,
                           const python::acquire_options& o, const type_entry& type,
                           arrayport_view_t& v, std::int64_t* ext) noexcept {
-  if (!borrowable(c) || !(o.protocols & (protocol_cupy | protocol_cai | protocol_exchange))) return 0;
+  if (!borrowable(c) || !(o.protocols & (protocol_cupy | protocol_cai | protocol_exchange)))
+    return 0;
   if (type.type == cupy().array_type)
     return (o.protocols & protocol_cupy) && cupy_borrow(obj, c, consumer_stream(o), v, ext)
-               ? protocol_cupy : 0;
+               ? protocol_cupy
+               : 0;
   if (type.type == jax_array_type())
     return (o.protocols & protocol_cai) && jax_borrow(obj, c, v, ext) ? protocol_cai : 0;
   return type.exchange && (o.protocols & protocol_exchange) &&
                  exchange_borrow(obj, *type.exchange, c, consumer_stream(o), v, ext)
-             ? protocol_exchange : 0;
+             ? protocol_exchange
+             : 0;
 }
 
 }  // namespace
 
-void acquire(held& a, PyObject* obj, const python::constraints& c, const python::acquire_options& o) {
+void acquire(held& a, PyObject* obj, const python::constraints& c,
+             const python::acquire_options& o) {
   if (!obj) throw value_error(std::string(c.name) + ": expected an array, got NULL");
   acquire_with(a, obj, c, o, lookup_type(Py_TYPE(obj)));
-}
-
-std::uint32_t borrow(PyObject* obj, const python::constraints& c, const python::acquire_options& o,
-                     arrayport_view_t& v, std::int64_t* ext) noexcept {
-  if (!obj) return 0;
-  try {
-    return borrow_with(obj, c, o, lookup_type(Py_TYPE(obj)), v, ext);
-  } catch (...) {
-    PyErr_Clear();
-    return 0;
-  }
 }
 
 void read_request(const arrayport_acquire_request_t* request, python::constraints& c,
@@ -213,8 +210,8 @@ namespace {
 // The engine's message as the Python error: bytes a producer put in it (a buffer format, a
 // typestr) that are not UTF-8 are escaped, so the message still names the argument.
 void set_message(PyObject* type, const char* what) noexcept {
-  PyObject* text = PyUnicode_DecodeUTF8(what, static_cast<Py_ssize_t>(std::strlen(what)),
-                                        "backslashreplace");
+  PyObject* text =
+      PyUnicode_DecodeUTF8(what, static_cast<Py_ssize_t>(std::strlen(what)), "backslashreplace");
   if (!text) return;  // out of memory: that error stands
   PyErr_SetObject(type, text);
   Py_DECREF(text);
@@ -279,7 +276,8 @@ int acquire_for_c(PyObject* obj, const char* name, std::uint32_t flags, arraypor
     return -1;
   }
   if ((flags & ARRAYPORT_ACQUIRE_HOST) && (flags & ARRAYPORT_ACQUIRE_DEVICE)) {
-    PyErr_SetString(PyExc_ValueError, "acquire: flags ask for both host-only and device-only reach");
+    PyErr_SetString(PyExc_ValueError,
+                    "acquire: flags ask for both host-only and device-only reach");
     return -1;
   }
   arrayport_acquire_request_t r{};

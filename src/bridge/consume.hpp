@@ -17,16 +17,11 @@ namespace arrayport::bridge {
 
 /// Acquires a view of `obj` into `a` (a fresh holder). Throws python::not_an_array,
 /// type_error / value_error / buffer_error naming the argument, or error_already_set.
-void acquire(held& a, PyObject* obj, const python::constraints& c, const python::acquire_options& o);
+void acquire(held& a, PyObject* obj, const python::constraints& c,
+             const python::acquire_options& o);
 
-/// A typed call-scoped parameter's view with nothing held (CuPy from its struct, a ready JAX
-/// array's interface, the exchange API's non-owning tensor), extents into `ext`; its protocol
-/// bit, or 0 (no error set) when acquire() must decide.
-std::uint32_t borrow(PyObject* obj, const python::constraints& c, const python::acquire_options& o,
-                     arrayport_view_t& v, std::int64_t* ext) noexcept;
-
-/// The request (python/api.h) as constraints and options; `dtypes` is where the request's dtypes
-/// are seen as arrayport::dtype. Throws value_error for a request this build cannot read.
+/// The request (python/api.h) as constraints and options (the dtypes are the request's, seen as
+/// arrayport::dtype: one layout). Throws value_error for a request this build cannot read.
 void read_request(const arrayport_acquire_request_t* request, python::constraints& c,
                   python::acquire_options& o);
 

@@ -27,8 +27,7 @@ struct std_vector_fields {  // std::vector's three pointers, in libstdc++, libc+
   Py_ssize_t* capacity;
 };
 struct cupy_array_fields {
-  PyObject_HEAD
-  void* vtab;  // Cython's table of cdef methods
+  PyObject_HEAD void* vtab;  // Cython's table of cdef methods
   PyObject* weakrefs;
   Py_ssize_t size;
   std_vector_fields shape;    // extents
@@ -39,8 +38,7 @@ struct cupy_array_fields {
   PyObject* base;
 };
 struct cupy_pointer_fields {
-  PyObject_HEAD
-  void* vtab;
+  PyObject_HEAD void* vtab;
   std::intptr_t ptr;
   int device_id;
   PyObject* mem;

@@ -15,15 +15,17 @@ namespace {
 memory_kind kind_of_dl_device(const python::constraints& c, PyObject* obj, arrayport_device_t d) {
   memory_kind kind;
   if (dl_device_kind(d, kind)) return kind;
-  fail_value(c, obj, "unsupported DLPack device type " + std::to_string(d.device_type) +
-                         ": expected kDLCPU (1), kDLCUDA (2), kDLCUDAHost (3) or kDLCUDAManaged (13)");
+  fail_value(c, obj,
+             "unsupported DLPack device type " + std::to_string(d.device_type) +
+                 ": expected kDLCPU (1), kDLCUDA (2), kDLCUDAHost (3) or kDLCUDAManaged (13)");
 }
 
 void check_dl_dtype(const python::constraints& c, PyObject* obj, arrayport_dtype_t dt) {
   const arrayport::dtype d = arrayport::dtype::from_c(dt);
   if (!arrayport::is_supported(d))
-    fail_type(c, obj, "unsupported DLPack dtype " + arrayport::detail::describe(d) +
-                          ": expected one of " + std::string(arrayport::detail::supported_dtype_names));
+    fail_type(c, obj,
+              "unsupported DLPack dtype " + arrayport::detail::describe(d) + ": expected one of " +
+                  std::string(arrayport::detail::supported_dtype_names));
 }
 
 // DLPack stream argument for a consumer stream (the protocol spells the legacy default stream 1).
@@ -67,13 +69,15 @@ const arrayport_dl_tensor_t& take_capsule(held& a, const python::constraints& c,
     a.from = held::source::dlpack_versioned;
     if (!t) fail_value(c, obj, "__dlpack__ returned a capsule holding NULL");
     if (t->version.major != ARRAYPORT_DLPACK_MAJOR_VERSION)
-      fail_buffer(c, obj, "unsupported DLPack version " + std::to_string(t->version.major) + "." +
-                              std::to_string(t->version.minor) + ": expected 1.x");
+      fail_buffer(c, obj,
+                  "unsupported DLPack version " + std::to_string(t->version.major) + "." +
+                      std::to_string(t->version.minor) + ": expected 1.x");
     readonly = (t->flags & ARRAYPORT_DLPACK_FLAG_READ_ONLY) != 0;
     return t->dl_tensor;
   }
   if (PyCapsule_IsValid(capsule, "dltensor")) {
-    auto* t = static_cast<arrayport_dl_managed_tensor_t*>(PyCapsule_GetPointer(capsule, "dltensor"));
+    auto* t =
+        static_cast<arrayport_dl_managed_tensor_t*>(PyCapsule_GetPointer(capsule, "dltensor"));
     PyCapsule_SetName(capsule, "used_dltensor");
     Py_DECREF(capsule);
     a.managed = t;
@@ -87,8 +91,9 @@ const arrayport_dl_tensor_t& take_capsule(held& a, const python::constraints& c,
                          : "a " + python::detail::type_name(capsule);
   PyErr_Clear();
   Py_DECREF(capsule);
-  fail_value(c, obj, "__dlpack__ returned " + got +
-                         ": expected a capsule named 'dltensor_versioned' or 'dltensor'");
+  fail_value(c, obj,
+             "__dlpack__ returned " + got +
+                 ": expected a capsule named 'dltensor_versioned' or 'dltensor'");
 }
 
 }  // namespace
@@ -106,8 +111,9 @@ bool dl_device_kind(arrayport_device_t d, memory_kind& out) noexcept {
 void from_dl_tensor(held& a, const python::constraints& c, PyObject* obj,
                     const arrayport_dl_tensor_t& t, bool readonly) {
   if (t.ndim < 0 || t.ndim > ARRAYPORT_MAX_NDIM)
-    fail_value(c, obj, "expected at most " + std::to_string(ARRAYPORT_MAX_NDIM) +
-                           " dimensions, got " + std::to_string(t.ndim));
+    fail_value(c, obj,
+               "expected at most " + std::to_string(ARRAYPORT_MAX_NDIM) + " dimensions, got " +
+                   std::to_string(t.ndim));
   if (t.ndim > 0 && !t.shape) fail_value(c, obj, "DLPack tensor has a NULL shape");
   check_dl_dtype(c, obj, t.dtype);
   const memory_kind kind = kind_of_dl_device(c, obj, t.device);
@@ -117,13 +123,16 @@ void from_dl_tensor(held& a, const python::constraints& c, PyObject* obj,
     if (t.strides) ext[t.ndim + i] = t.strides[i];
   }
   if (!t.strides)
-    require_compact_strides(c, obj, ext, t.ndim, ext + t.ndim,
-                            static_cast<std::int64_t>(arrayport::dtype::from_c(t.dtype).itemsize()));
+    require_compact_strides(
+        c, obj, ext, t.ndim, ext + t.ndim,
+        static_cast<std::int64_t>(arrayport::dtype::from_c(t.dtype).itemsize()));
   // In integers: a byte_offset that wraps the address space is an error, not a pointer.
   std::uintptr_t address = 0;
-  if (t.data && __builtin_add_overflow(reinterpret_cast<std::uintptr_t>(t.data), t.byte_offset, &address))
-    fail_value(c, obj, "DLPack byte_offset " + std::to_string(t.byte_offset) +
-                           " takes the data pointer past the end of the address space");
+  if (t.data &&
+      __builtin_add_overflow(reinterpret_cast<std::uintptr_t>(t.data), t.byte_offset, &address))
+    fail_value(c, obj,
+               "DLPack byte_offset " + std::to_string(t.byte_offset) +
+                   " takes the data pointer past the end of the address space");
   fill_view(a.view, reinterpret_cast<void*>(address), t.ndim, ext, t.dtype, kind,
             t.device.device_id, readonly, obj);
 }
@@ -150,7 +159,8 @@ void from_dlpack(held& a, const python::constraints& c, PyObject* obj, const typ
         PyObject_VectorcallMethod(device_name, args, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, nullptr);
     if (!dev) producer_failed(c, obj, "__dlpack_device__");
     long kind = PyTuple_Check(dev) && PyTuple_GET_SIZE(dev) == 2
-                    ? PyLong_AsLong(PyTuple_GET_ITEM(dev, 0)) : -1;
+                    ? PyLong_AsLong(PyTuple_GET_ITEM(dev, 0))
+                    : -1;
     Py_DECREF(dev);
     if (kind == -1 && PyErr_Occurred()) PyErr_Clear();
     on_cuda = kind == ARRAYPORT_DEVICE_CUDA || kind == ARRAYPORT_DEVICE_CUDA_MANAGED;

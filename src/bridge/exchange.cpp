@@ -58,8 +58,9 @@ void from_exchange(held& a, const python::constraints& c, PyObject* obj, const d
     a.from = held::source::dlpack_versioned;
     if (!t) fail_value(c, obj, "the DLPack exchange API returned NULL");
     if (t->version.major != ARRAYPORT_DLPACK_MAJOR_VERSION)
-      fail_buffer(c, obj, "unsupported DLPack version " + std::to_string(t->version.major) + "." +
-                              std::to_string(t->version.minor) + ": expected 1.x");
+      fail_buffer(c, obj,
+                  "unsupported DLPack version " + std::to_string(t->version.major) + "." +
+                      std::to_string(t->version.minor) + ": expected 1.x");
     from_dl_tensor(a, c, obj, t->dl_tensor, (t->flags & ARRAYPORT_DLPACK_FLAG_READ_ONLY) != 0);
   }
   const arrayport_view_t& v = a.view;
@@ -91,7 +92,8 @@ bool exchange_borrow(PyObject* obj, const dl_exchange_api& api, const python::co
       !compact_strides(t.shape, rank, compact, static_cast<std::int64_t>(expected.itemsize())))
     return false;
   std::uintptr_t address = 0;
-  if (t.data && __builtin_add_overflow(reinterpret_cast<std::uintptr_t>(t.data), t.byte_offset, &address))
+  if (t.data &&
+      __builtin_add_overflow(reinterpret_cast<std::uintptr_t>(t.data), t.byte_offset, &address))
     return false;
   const auto itemsize = static_cast<std::int64_t>(expected.itemsize());
   if (!borrowed_geometry(t.shape, t.strides ? t.strides : compact, 1, rank,

@@ -12,9 +12,7 @@ void held::release() noexcept {
   // Nothing held (a fresh or released holder): its view is already reset.
   if (from == source::none && !owner && !heap) return;
   switch (from) {
-    case source::buffer:
-      PyBuffer_Release(&buffer);
-      break;
+    case source::buffer: PyBuffer_Release(&buffer); break;
     case source::dlpack_legacy: {
       auto* t = static_cast<arrayport_dl_managed_tensor_t*>(managed);
       if (t && t->deleter) t->deleter(t);
@@ -26,8 +24,7 @@ void held::release() noexcept {
       break;
     }
     case source::reference:
-    case source::none:
-      break;
+    case source::none: break;
   }
   managed = nullptr;
   from = source::none;

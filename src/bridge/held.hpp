@@ -18,12 +18,12 @@ struct held {
 
   arrayport_view_t view;
   source from = source::none;
-  std::uint32_t protocol = 0;   // the protocol bit the view came through
-  PyObject* owner = nullptr;    // strong reference to the producer
-  Py_buffer buffer;             // source::buffer only (not initialised otherwise)
-  void* managed = nullptr;      // source::dlpack_*: the managed tensor to delete exactly once
-  std::int64_t* heap = nullptr; // shape and strides past inline_rank dimensions
-  held* next_free = nullptr;    // the free list's link (see make_held)
+  std::uint32_t protocol = 0;    // the protocol bit the view came through
+  PyObject* owner = nullptr;     // strong reference to the producer
+  Py_buffer buffer;              // source::buffer only (not initialised otherwise)
+  void* managed = nullptr;       // source::dlpack_*: the managed tensor to delete exactly once
+  std::int64_t* heap = nullptr;  // shape and strides past inline_rank dimensions
+  held* next_free = nullptr;     // the free list's link (see make_held)
   static constexpr int inline_rank = 8;
   std::int64_t inline_extents[2 * inline_rank];  // written before they are read
 

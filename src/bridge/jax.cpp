@@ -90,14 +90,16 @@ bool jax_borrow(PyObject* obj, const python::constraints& c, arrayport_view_t& v
       return py_ref::borrow(key ? PyDict_GetItemWithError(d, key) : nullptr);
     };
     const py_ref shape_ref = item(cai_shape), typestr_ref = item(cai_typestr),
-                 data_ref = item(cai_data), strides_ref = item(cai_strides), mask_ref = item(cai_mask);
+                 data_ref = item(cai_data), strides_ref = item(cai_strides),
+                 mask_ref = item(cai_mask);
     PyObject *shape = shape_ref.get(), *typestr = typestr_ref.get(), *data = data_ref.get(),
              *strides = strides_ref.get(), *mask = mask_ref.get();
     if (PyErr_Occurred() || !cai_key_object(cai_strides) || !cai_key_object(cai_mask)) break;
-    if (!shape || !typestr || !data || (strides && strides != Py_None) || (mask && mask != Py_None) ||
-        !PyTuple_Check(shape) || PyTuple_GET_SIZE(shape) != static_cast<Py_ssize_t>(rank) ||
-        !PyUnicode_Check(typestr) || PyUnicode_CompareWithASCIIString(typestr, expected_typestr) != 0 ||
-        !PyTuple_Check(data) || PyTuple_GET_SIZE(data) != 2 || !PyLong_Check(PyTuple_GET_ITEM(data, 0)))
+    if (!shape || !typestr || !data || (strides && strides != Py_None) ||
+        (mask && mask != Py_None) || !PyTuple_Check(shape) ||
+        PyTuple_GET_SIZE(shape) != static_cast<Py_ssize_t>(rank) || !PyUnicode_Check(typestr) ||
+        PyUnicode_CompareWithASCIIString(typestr, expected_typestr) != 0 || !PyTuple_Check(data) ||
+        PyTuple_GET_SIZE(data) != 2 || !PyLong_Check(PyTuple_GET_ITEM(data, 0)))
       break;
     std::int64_t extents[8] = {};
     bool read = true;
@@ -109,7 +111,8 @@ bool jax_borrow(PyObject* obj, const python::constraints& c, arrayport_view_t& v
     const long long address = PyLong_AsLongLong(PyTuple_GET_ITEM(data, 0));  // as from_cai_dict
     const auto itemsize = static_cast<std::int64_t>(expected.itemsize());
     std::int64_t compact[8] = {};
-    if (!read || address < 0 || PyErr_Occurred() || !compact_strides(extents, rank, compact, itemsize) ||
+    if (!read || address < 0 || PyErr_Occurred() ||
+        !compact_strides(extents, rank, compact, itemsize) ||
         !borrowed_geometry(extents, compact, 1, rank, reinterpret_cast<const void*>(address),
                            itemsize, ext) ||
         jax_pageable(reinterpret_cast<const void*>(address)))

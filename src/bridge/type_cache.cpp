@@ -35,7 +35,8 @@ type_entry describe_type(PyTypeObject* type, const arrayport_python_api_t* api) 
     return e;
   }
   if ((e.exchange = find_exchange_api(type))) e.protocols |= python::protocol_exchange;
-  if (type->tp_as_buffer && type->tp_as_buffer->bf_getbuffer) e.protocols |= python::protocol_buffer;
+  if (type->tp_as_buffer && type->tp_as_buffer->bf_getbuffer)
+    e.protocols |= python::protocol_buffer;
   e.numpy = (e.protocols & python::protocol_buffer) && is_numpy_array_type(type);
   if (e.numpy && std::strcmp(type->tp_name, "numpy.ndarray") == 0) numpy_exact_type() = type;
   if (cupy().state >= 0 && is_cupy_array_type(type)) e.protocols |= python::protocol_cupy;

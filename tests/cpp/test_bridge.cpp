@@ -59,7 +59,8 @@ const ::testing::Environment* const interpreter =
 // The engine's table, with acquire_view counted: the inline path must not reach it.
 const arrayport_python_api_t* real = nullptr;
 int engine_calls = 0;
-int counted_acquire_view(PyObject* obj, const arrayport_acquire_request_t* r, arrayport_acquired_t* out) {
+int counted_acquire_view(PyObject* obj, const arrayport_acquire_request_t* r,
+                         arrayport_acquired_t* out) {
   ++engine_calls;
   return real->acquire_view(obj, r, out);
 }
@@ -99,7 +100,8 @@ TEST_F(Bridge, RequestShorterThanVersion1_2IsRefused) {
   r.size = 8;
   arrayport_acquired_t out{};
   EXPECT_EQ(request(a, &r, out), ARRAYPORT_ACQUIRE_FAILED);
-  EXPECT_EQ(take_error(PyExc_ValueError), "acquire_view: expected a request of at least 56 bytes, got 8 bytes");
+  EXPECT_EQ(take_error(PyExc_ValueError),
+            "acquire_view: expected a request of at least 56 bytes, got 8 bytes");
   EXPECT_EQ(ARRAYPORT_ACQUIRE_REQUEST_SIZE_1_2, sizeof(arrayport_acquire_request_t));
   Py_DECREF(a);
 }
@@ -135,14 +137,17 @@ TEST_F(Bridge, StatusTellsRefusalsFromNonArrays) {
   PyObject* bytes = eval("b'abc'");
   EXPECT_EQ(request(bytes, &r, out), ARRAYPORT_ACQUIRE_REFUSED);
   EXPECT_EQ(out.handle, nullptr);
-  EXPECT_EQ(take_error(PyExc_BufferError), "x: expected a writable array, got a read-only one (from bytes)");
+  EXPECT_EQ(take_error(PyExc_BufferError),
+            "x: expected a writable array, got a read-only one (from bytes)");
   PyObject* plain = eval("object()");
   EXPECT_EQ(request(plain, &r, out), ARRAYPORT_ACQUIRE_NOT_AN_ARRAY);
-  EXPECT_NE(take_error(PyExc_TypeError).find("x: expected an array, got object"), std::string::npos);
+  EXPECT_NE(take_error(PyExc_TypeError).find("x: expected an array, got object"),
+            std::string::npos);
   r.protocols = ARRAYPORT_PROTOCOL_DLPACK;  // bytes offer only the buffer protocol
   r.flags = 0;
   EXPECT_EQ(request(bytes, &r, out), ARRAYPORT_ACQUIRE_NOT_AN_ARRAY);
-  EXPECT_NE(take_error(PyExc_TypeError).find("none of the protocols allowed here"), std::string::npos);
+  EXPECT_NE(take_error(PyExc_TypeError).find("none of the protocols allowed here"),
+            std::string::npos);
   Py_DECREF(bytes);
   Py_DECREF(plain);
 }

@@ -1,5 +1,5 @@
 """arrayport.view(): any array as an Array without a copy, through every protocol of the bridge
-(include/arrayport/python/acquire.hpp), with the producer's checks and lifetimes."""
+(the consume engine of src/bridge/), with the producer's checks and lifetimes."""
 
 from __future__ import annotations
 

@@ -194,7 +194,8 @@ struct acquire_access {
   }
 
   // Through the engine; throws what acquire() documents.
-  static void engine_path(acquired& a, PyObject* obj, const constraints& c, const acquire_options& o) {
+  static void engine_path(acquired& a, PyObject* obj, const constraints& c,
+                          const acquire_options& o) {
     const arrayport_python_api_t& api = engine_api();
     arrayport_acquire_request_t r{};
     r.size = sizeof r;

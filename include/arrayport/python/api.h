@@ -52,7 +52,8 @@ typedef struct arrayport_acquire_request {
 } arrayport_acquire_request_t;
 
 /* The size of the 1.2 request: the smallest arrayport._core accepts. */
-#define ARRAYPORT_ACQUIRE_REQUEST_SIZE_1_2 (offsetof(arrayport_acquire_request_t, stream) + sizeof(void*))
+#define ARRAYPORT_ACQUIRE_REQUEST_SIZE_1_2 \
+  (offsetof(arrayport_acquire_request_t, stream) + sizeof(void*))
 
 /* What acquire_view() gives: the view, and the handle that keeps it valid. */
 typedef struct arrayport_acquired {
@@ -131,11 +132,11 @@ typedef struct arrayport_python_api {
 #define ARRAYPORT_ACQUIRE_F_ORDER 0x10u /* the view must be Fortran-contiguous (requests only) */
 
 /* arrayport_acquire_request_t.options. */
-#define ARRAYPORT_REQUEST_STREAM 0x1u      /* `stream` is the consumer's (else the current stream) */
+#define ARRAYPORT_REQUEST_STREAM 0x1u      /* `stream` is the consumer's (else the current one) */
 #define ARRAYPORT_REQUEST_NO_SYNC 0x2u     /* no stream ordering: the caller orders the work */
-#define ARRAYPORT_REQUEST_CALL_SCOPED 0x4u /* the view is used only until control returns to Python */
+#define ARRAYPORT_REQUEST_CALL_SCOPED 0x4u /* used only until control returns to Python */
 #define ARRAYPORT_REQUEST_READS_ONLY 0x8u  /* the caller only reads through the view */
-#define ARRAYPORT_REQUEST_BORROW 0x10u     /* call-scoped: the view may hold nothing (handle NULL) */
+#define ARRAYPORT_REQUEST_BORROW 0x10u     /* call-scoped: may hold nothing (handle NULL) */
 
 /* acquire_view() results. */
 #define ARRAYPORT_ACQUIRE_OK 0

@@ -44,7 +44,8 @@ enum protocol : std::uint32_t {
   protocol_buffer = ARRAYPORT_PROTOCOL_BUFFER,      ///< buffer protocol
   protocol_dlpack = ARRAYPORT_PROTOCOL_DLPACK,      ///< __dlpack__
   protocol_cai = ARRAYPORT_PROTOCOL_CAI,            ///< __cuda_array_interface__
-  protocol_cupy = ARRAYPORT_PROTOCOL_CUPY,  ///< a CuPy ndarray read from its struct (__dlpack__'s semantics)
+  protocol_cupy =
+      ARRAYPORT_PROTOCOL_CUPY,  ///< a CuPy ndarray read from its struct (__dlpack__'s semantics)
   protocol_all = ARRAYPORT_PROTOCOL_ALL
 };
 
@@ -53,11 +54,11 @@ struct constraints {
   const char* name = "array";                ///< the argument's name, for error messages
   const arrayport::dtype* dtypes = nullptr;  ///< accepted dtypes (n_dtypes of them); none: any
   std::size_t n_dtypes = 0;
-  int ndim = -1;                             ///< required rank; -1: any
-  const std::int64_t* shape = nullptr;       ///< ndim extents, -1 for any; nullptr: any shape
+  int ndim = -1;                        ///< required rank; -1: any
+  const std::int64_t* shape = nullptr;  ///< ndim extents, -1 for any; nullptr: any shape
   order layout = order::any;
   reach where = reach::any;
-  bool writable = false;                     ///< the callee writes through the view
+  bool writable = false;  ///< the callee writes through the view
 };
 
 /// How long the view must live, and which stream the consumer works on.

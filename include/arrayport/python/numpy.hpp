@@ -17,8 +17,7 @@
 namespace arrayport::python::numpy {
 
 struct array_fields {
-  PyObject_HEAD
-  char* data;
+  PyObject_HEAD char* data;
   int nd;
   Py_ssize_t* dimensions;
   Py_ssize_t* strides;
@@ -28,8 +27,7 @@ struct array_fields {
 };
 
 struct descr_head {
-  PyObject_HEAD
-  PyTypeObject* typeobj;
+  PyObject_HEAD PyTypeObject* typeobj;
   char kind;
   char type;
   char byteorder;
