@@ -3,7 +3,7 @@
 // array_copy.cpp.
 #include "array.hpp"
 
-#include "consume.hpp"
+#include "array/from_foreign.hpp"
 #include "cuda.hpp"
 #include "array_internal.hpp"
 

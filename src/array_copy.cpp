@@ -3,7 +3,7 @@
 // the calling thread's current stream), ordered against the arrays' own streams with events.
 #include "array_internal.hpp"
 
-#include "consume.hpp"
+#include "array/from_foreign.hpp"
 #include "current_stream.hpp"
 #include "errors.hpp"
 #include "gil.hpp"

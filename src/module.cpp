@@ -1,6 +1,6 @@
 // arrayport._core: the compiled module behind the arrayport package.
 #include "array.hpp"
-#include "consume.hpp"
+#include "array/from_foreign.hpp"
 #include "cuda.hpp"
 #include "errors.hpp"
 #include "ops/python.hpp"

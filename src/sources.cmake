@@ -3,7 +3,18 @@
 set(ARRAYPORT_CORE_SOURCES
   module.cpp
   array.cpp
-  consume.cpp
+  array/from_foreign.cpp
+  bridge/consume.cpp
+  bridge/held.cpp
+  bridge/type_cache.cpp
+  bridge/checks.cpp
+  bridge/numpy.cpp
+  bridge/buffer.cpp
+  bridge/dlpack.cpp
+  bridge/exchange.cpp
+  bridge/cai.cpp
+  bridge/cupy.cpp
+  bridge/jax.cpp
   array_copy.cpp
   dlpack_export.cpp
   cuda.cpp

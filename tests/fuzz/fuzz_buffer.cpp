@@ -1,4 +1,4 @@
-// Fuzzes the buffer-protocol consumer (acquire.hpp): an exporter whose bf_getbuffer fills
+// Fuzzes the buffer-protocol consumer (src/bridge/): an exporter whose bf_getbuffer fills
 // Py_buffer with whatever the bytes say (format, itemsize, ndim, shape, strides, suboffsets, len,
 // readonly; NULL pointers; refusals), conforming to PEP 3118 or not. An accepted buffer gives
 // exactly the view it describes, within the memory it describes; every successful getbuffer is

@@ -1,4 +1,4 @@
-// Fuzzes the __cuda_array_interface__ consumer (acquire.hpp): dicts whose keys come from the
+// Fuzzes the __cuda_array_interface__ consumer (src/bridge/): dicts whose keys come from the
 // protocol's alphabet and whose values come from the bytes (huge and negative shapes and strides,
 // every typestr, malformed data tuples, streams of every type), under random constraints. An input
 // is accepted exactly as an independent reading of the dict describes it, or refused with an

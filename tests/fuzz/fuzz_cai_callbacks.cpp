@@ -1,4 +1,4 @@
-// Fuzzes the __cuda_array_interface__ consumer (acquire.hpp) with dicts that run Python code while
+// Fuzzes the __cuda_array_interface__ consumer (src/bridge/) with dicts that run Python code while
 // they are read: a readonly flag's __bool__, int-likes' __index__, int and str subclasses, keys
 // whose __eq__ / __hash__ act, dict subclasses with loud readers, a metaclass's __module__ (read by
 // error messages). What they do comes from the bytes: empty the dict, delete or replace any key,

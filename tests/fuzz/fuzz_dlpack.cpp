@@ -1,10 +1,12 @@
-// Fuzzes the DLPack consumer (acquire.hpp): producers whose __dlpack__ hands out versioned or
+// Fuzzes the DLPack consumer (src/bridge/): producers whose __dlpack__ hands out versioned or
 // legacy capsules (or wrongly named ones, or non-capsules, or raises), whose __dlpack_device__
 // answers anything, and producers that speak the DLPack C exchange API; every field of the tensor
 // comes from the bytes (ndim, shape, strides, dtype, device, byte_offset, data, version, flags).
 // An accepted tensor gives exactly the view the tensor describes; every tensor's deleter runs
 // exactly once, every capsule is freed, and the producer keeps its reference count.
 #include "python_fuzz.hpp"
+
+#include "bridge/exchange.hpp"
 
 #include <arrayport/c/dlpack.h>
 
@@ -217,7 +219,7 @@ PyType_Slot dlpack_slots[] = {{Py_tp_methods, dlpack_methods}, {0, nullptr}};
 PyType_Spec dlpack_spec = {"fuzz.DLPackProducer", sizeof(PyObject), 0, Py_TPFLAGS_DEFAULT, dlpack_slots};
 
 // The DLPack C exchange API (what PyTorch offers): a table on the type.
-python::detail::dl_exchange_api g_exchange{};
+bridge::dl_exchange_api g_exchange{};
 int g_exchange_fail = 0;  // 0 answer, 1 raise, 2 return 0 with a NULL tensor
 
 int exchange_managed(void*, versioned_t** out) {

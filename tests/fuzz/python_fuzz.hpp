@@ -4,6 +4,8 @@
 
 #include <Python.h>
 
+#include "bridge/type_cache.hpp"
+
 #include <arrayport/error.hpp>
 #include <arrayport/python/acquire.hpp>
 
@@ -201,9 +203,9 @@ inline PyObject* any_value(FuzzedDataProvider& in, int depth = 0) {
 /// Forgets what the bridge learned about producer types, so that every input starts from the
 /// same state (the cache would otherwise carry one input's protocol choices into the next).
 inline void reset_type_cache() {
-  python::detail::type_cache& cache = python::detail::types();
+  bridge::type_cache& cache = bridge::types();
   for (int i = 0; i < cache.used; ++i) Py_DECREF(cache.entries[i].type);
-  cache = python::detail::type_cache{};
+  cache = bridge::type_cache{};
 }
 
 }  // namespace arrayport::fuzz

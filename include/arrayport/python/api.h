@@ -20,8 +20,51 @@ extern "C" {
 #endif
 
 #define ARRAYPORT_PYTHON_API_MAJOR 1
-#define ARRAYPORT_PYTHON_API_MINOR 1
+#define ARRAYPORT_PYTHON_API_MINOR 2
 #define ARRAYPORT_PYTHON_API_CAPSULE "arrayport._core._C_API"
+
+/* The exchange protocols, as bits (arrayport_acquire_request_t.protocols; the protocol used). */
+#define ARRAYPORT_PROTOCOL_ARRAY 0x01u    /* arrayport.Array */
+#define ARRAYPORT_PROTOCOL_EXCHANGE 0x02u /* the DLPack C exchange API */
+#define ARRAYPORT_PROTOCOL_BUFFER 0x04u   /* the buffer protocol (NumPy arrays: their struct) */
+#define ARRAYPORT_PROTOCOL_DLPACK 0x08u   /* __dlpack__ */
+#define ARRAYPORT_PROTOCOL_CAI 0x10u      /* __cuda_array_interface__ */
+#define ARRAYPORT_PROTOCOL_CUPY 0x20u     /* a CuPy ndarray read from its struct */
+#define ARRAYPORT_PROTOCOL_ALL 0x3Fu
+#define ARRAYPORT_PROTOCOL_NONE 0x80000000u /* a request that allows none (0 allows all) */
+
+/* What acquire_view() is asked for (since 1.2). Versioned by its size: `size` is first, a caller
+ * sets it to sizeof(arrayport_acquire_request_t) as it was built, and fields are only appended.
+ * arrayport._core reads a shorter request's missing fields as their zero defaults, and refuses a
+ * longer one whose extra bytes are not zero (options it does not know). Zero means "any" or "no"
+ * throughout, so a zero-filled request with its size set accepts any array. */
+typedef struct arrayport_acquire_request {
+  uint32_t size;                  /* sizeof(arrayport_acquire_request_t) of the caller */
+  uint32_t flags;                 /* ARRAYPORT_ACQUIRE_* constraint bits */
+  const char* name;               /* the argument's name in messages; NULL: "array" */
+  const arrayport_dtype_t* dtypes; /* accepted dtypes (n_dtypes of them); none: any */
+  uint32_t n_dtypes;
+  int32_t ndim;                   /* required rank, or -1 for any (0 is rank 0) */
+  const int64_t* shape;           /* ndim extents, -1 for any; NULL: any shape */
+  uint32_t options;               /* ARRAYPORT_REQUEST_* bits */
+  uint32_t protocols;             /* ARRAYPORT_PROTOCOL_* bits allowed; 0: all */
+  void* stream;                   /* the consumer's stream, with ARRAYPORT_REQUEST_STREAM */
+} arrayport_acquire_request_t;
+
+/* The size of the 1.2 request: the smallest arrayport._core accepts. */
+#define ARRAYPORT_ACQUIRE_REQUEST_SIZE_1_2 \
+  (offsetof(arrayport_acquire_request_t, stream) + sizeof(void*))
+
+/* What acquire_view() gives: the view, and the handle that keeps it valid. */
+typedef struct arrayport_acquired {
+  arrayport_view_t view;
+  /* Pass to release() (GIL held) when done. NULL: nothing is held (a borrowed view, with
+   * ARRAYPORT_REQUEST_BORROW), valid while the caller holds obj. */
+  void* handle;
+  uint32_t protocol; /* the ARRAYPORT_PROTOCOL_* bit the view came through */
+  uint32_t reserved;
+  int64_t extents[16]; /* a borrowed view's shape and strides (it has at most 8 dimensions) */
+} arrayport_acquired_t;
 
 typedef struct arrayport_python_api {
   uint32_t abi_major; /* ARRAYPORT_PYTHON_API_MAJOR of the producer */
@@ -51,7 +94,7 @@ typedef struct arrayport_python_api {
    * arrayport.view(): the producer's work is ordered before the current stream. */
   int (*acquire)(PyObject* obj, const char* name, uint32_t flags, arrayport_view_t* out,
                  void** handle);
-  /* Releases what acquire() took (GIL held). NULL is ignored. */
+  /* Releases what acquire() or acquire_view() took (GIL held). NULL is ignored. */
   void (*release)(void* handle);
 
   /* ---- since 1.1: read only when abi_minor >= 1 ---- */
@@ -65,6 +108,20 @@ typedef struct arrayport_python_api {
    * do not cross extension modules (_core links its own C++ runtime). */
   void (*set_cuda_error)(const char* message, int status, const char* status_name,
                          const char* api, int out_of_memory);
+
+  /* ---- since 1.2: read only when abi_minor >= 2 ---- */
+
+  /* Acquires a view of `obj` as `request` asks (the protocols and checks of
+   * arrayport::python::acquire, compiled once in arrayport._core). Returns ARRAYPORT_ACQUIRE_OK
+   * with `*out` filled, or one of the failures below with a Python error set. */
+  int (*acquire_view)(PyObject* obj, const arrayport_acquire_request_t* request,
+                      arrayport_acquired_t* out);
+  /* Visits the Python objects a handle holds (for the tp_traverse of a GC-tracked object that
+   * keeps one). NULL is ignored. */
+  int (*traverse)(void* handle, visitproc visit, void* arg);
+  /* Where arrayport._core keeps numpy.ndarray once it has met one (NULL until then): exact
+   * ndarrays may be read inline from their struct (arrayport/python/numpy.hpp). */
+  PyTypeObject* const* numpy_array_type;
 } arrayport_python_api_t;
 
 /* acquire() flags. */
@@ -72,6 +129,21 @@ typedef struct arrayport_python_api {
 #define ARRAYPORT_ACQUIRE_HOST 0x2u     /* the memory must be reachable from the host */
 #define ARRAYPORT_ACQUIRE_DEVICE 0x4u   /* the memory must be reachable from the device */
 #define ARRAYPORT_ACQUIRE_C_ORDER 0x8u  /* the view must be C-contiguous */
+#define ARRAYPORT_ACQUIRE_F_ORDER 0x10u /* the view must be Fortran-contiguous (requests only) */
+
+/* arrayport_acquire_request_t.options. */
+#define ARRAYPORT_REQUEST_STREAM 0x1u      /* `stream` is the consumer's (else the current one) */
+#define ARRAYPORT_REQUEST_NO_SYNC 0x2u     /* no stream ordering: the caller orders the work */
+#define ARRAYPORT_REQUEST_CALL_SCOPED 0x4u /* used only until control returns to Python */
+#define ARRAYPORT_REQUEST_READS_ONLY 0x8u  /* the caller only reads through the view */
+#define ARRAYPORT_REQUEST_BORROW 0x10u     /* call-scoped: may hold nothing (handle NULL) */
+
+/* acquire_view() results. */
+#define ARRAYPORT_ACQUIRE_OK 0
+#define ARRAYPORT_ACQUIRE_FAILED (-1)      /* the producer raised, or memory or CUDA failed */
+#define ARRAYPORT_ACQUIRE_NOT_AN_ARRAY 1   /* TypeError: obj offers no array protocol (allowed) */
+#define ARRAYPORT_ACQUIRE_REFUSED 2        /* TypeError / ValueError / BufferError: the array does
+                                              not meet the request; the message says how */
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -9,8 +9,10 @@
 #include <arrayport/error.hpp>
 #include <arrayport/memory_kind.hpp>
 
+#include <cstring>
 #include <exception>
 #include <new>
+#include <string>
 
 namespace arrayport::python {
 
@@ -66,6 +68,23 @@ inline void ensure_error_set(const char* argument, PyObject* producer, const cha
                producer ? Py_TYPE(producer)->tp_name : "the producer");
 }
 
+/// The producer's type as messages name it: "numpy.ndarray", "memoryview".
+inline std::string type_name(PyObject* obj) {
+  // Held: a metaclass's __module__ may run code that reassigns obj.__class__.
+  const py_ref held = py_ref::borrow(reinterpret_cast<PyObject*>(Py_TYPE(obj)));
+  auto* t = reinterpret_cast<PyTypeObject*>(held.get());
+  PyObject* module = PyObject_GetAttrString(reinterpret_cast<PyObject*>(t), "__module__");
+  std::string name;
+  if (module && PyUnicode_Check(module)) {
+    const char* m = PyUnicode_AsUTF8(module);
+    if (m && std::strcmp(m, "builtins") != 0) name = std::string(m) + ".";
+  }
+  Py_XDECREF(module);
+  PyErr_Clear();
+  const char* dot = std::strrchr(t->tp_name, '.');
+  return name + (dot && !name.empty() ? dot + 1 : t->tp_name);
+}
+
 // One cached table per extension module (the header is compiled into each; symbols are hidden).
 inline const arrayport_python_api_t*& api_slot() noexcept {
   static const arrayport_python_api_t* slot = nullptr;
@@ -113,7 +132,21 @@ inline const arrayport_python_api_t* loaded_api() noexcept {
 inline const arrayport_python_api_t& import_api() {
   if (const arrayport_python_api_t* table = loaded_api()) return *table;
   PyObject* module = PyImport_ImportModule("arrayport._core");
-  if (!module) throw error_already_set();
+  if (!module) {
+    // Said as NumPy's import_array says it: what is missing, and what needs it.
+    PyObject *type, *value, *trace;
+    PyErr_Fetch(&type, &value, &trace);
+    PyObject* text = value ? PyObject_Str(value) : nullptr;
+    PyErr_Format(PyExc_ImportError,
+                 "arrayport._core could not be imported (%s): this extension takes arrays "
+                 "through it; install arrayport in this environment",
+                 text && PyUnicode_Check(text) ? PyUnicode_AsUTF8(text) : "unknown error");
+    Py_XDECREF(text);
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(trace);
+    throw error_already_set();
+  }
   const arrayport_python_api_t* table = detail::api_from_module(module);
   Py_DECREF(module);
   if (!table) throw error_already_set();

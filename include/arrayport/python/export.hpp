@@ -76,7 +76,8 @@ PyObject* to_array(arrayport::vector<T>&& v, std::initializer_list<std::int64_t>
     dims[ndim++] = e;
   }
   if (ndim == 0) dims[ndim++] = static_cast<std::int64_t>(v.size());
-  const std::int64_t n = check_layout("to_array", dims, nullptr, ndim, static_cast<std::int64_t>(sizeof(T))).count;
+  const std::int64_t n =
+      check_layout("to_array", dims, nullptr, ndim, static_cast<std::int64_t>(sizeof(T))).count;
   if (n != static_cast<std::int64_t>(v.size()))
     throw value_error("to_array: shape holds " + std::to_string(n) + " elements, the vector " +
                       std::to_string(v.size()));
@@ -87,7 +88,8 @@ PyObject* to_array(arrayport::vector<T>&& v, std::initializer_list<std::int64_t>
   PyObject* capsule = detail::capsule_of(std::move(v));
   PyObject* array = nullptr;
   try {
-    array = detail::make_view_array(data, dtype_of<T>, dims, ndim, kind, device, stream, false, capsule);
+    array = detail::make_view_array(data, dtype_of<T>, dims, ndim, kind, device, stream, false,
+                                    capsule);
   } catch (...) {
     Py_DECREF(capsule);
     throw;

@@ -13,6 +13,56 @@
 
 namespace arrayport::python {
 
+namespace detail {
+
+// The typed parameters' inline fast path. A function argument (call-scoped: the caller holds the
+// object until the call returns) that is an exact arrayport.Array or numpy.ndarray (public ABIs)
+// and meets every constraint of view<T, Rank, Space> becomes the view with no holder, no
+// reference and no call into arrayport._core. Anything else returns false: the engine decides
+// (CuPy, JAX and exchange-API producers borrowed there), with its messages.
+template <class T, std::size_t Rank, class Space>
+inline bool typed_view_fast(PyObject* obj, arrayport::view<T, Rank, Space>& out) noexcept {
+  using index_type = typename arrayport::view<T, Rank, Space>::index_type;
+  constexpr arrayport::dtype expected = dtype_of<std::remove_cv_t<T>>;
+  constexpr bool writes = !std::is_const_v<T>;
+  constexpr std::size_t n = Rank > 0 ? Rank : 1;
+  index_type shape[n] = {}, strides[n] = {};
+  const arrayport_python_api_t* api = api_slot();
+  if (!api) return false;
+  PyTypeObject* type = Py_TYPE(obj);
+  if (type == api->array_type) {
+    // An Array's view was checked when the Array was made (geometry, dtype).
+    const auto& v = *reinterpret_cast<const arrayport_view_t*>(reinterpret_cast<const char*>(obj) +
+                                                              api->array_view_offset);
+    if (arrayport::dtype::from_c(v.dtype) != expected || v.ndim != static_cast<int>(Rank) ||
+        !Space::accepts(static_cast<memory_kind>(v.memory_kind)) ||
+        (writes && (v.flags & ARRAYPORT_VIEW_READONLY)))
+      return false;
+    for (std::size_t r = 0; r != Rank; ++r) {
+      shape[r] = v.shape[r];
+      strides[r] = v.strides[r];
+    }
+    out = arrayport::view<T, Rank, Space>(static_cast<T*>(v.data), shape, strides);
+    return true;
+  }
+  if (api->abi_minor < 2 || type != *api->numpy_array_type || !type ||
+      !Space::accepts(memory_kind::host))
+    return false;
+  // The fields the engine reads, with the checks it makes of them (geometry, constraints).
+  const auto* a = reinterpret_cast<const numpy::array_fields*>(obj);
+  arrayport::dtype dt;
+  if (a->nd != static_cast<int>(Rank) || !numpy::described(a, dt) || dt != expected ||
+      (writes && (a->flags & numpy::writeable) == 0))
+    return false;
+  static_assert(std::is_same_v<index_type, std::int64_t>, "read_geometry fills int64 extents");
+  if (!numpy::read_geometry(a, static_cast<std::int64_t>(expected.itemsize()), shape, strides))
+    return false;
+  out = arrayport::view<T, Rank, Space>(reinterpret_cast<T*>(a->data), shape, strides);
+  return true;
+}
+
+}  // namespace detail
+
 /// What a view type asks of its argument, and how the view comes out of the acquired array.
 template <class View>
 struct view_traits;
@@ -21,6 +71,7 @@ template <class T, std::size_t Rank, class Space>
 struct view_traits<arrayport::view<T, Rank, Space>> {
   static constraints make() noexcept { return typed_constraints<T, Rank, Space>::make("array"); }
   static constexpr bool reads_only = std::is_const_v<T>;  // a const view: the callee only reads
+  static constexpr bool borrows = true;  // the typed view copies shape and strides: none held
   // The constraints were checked by acquire, so as() does not throw here.
   static arrayport::view<T, Rank, Space> get(const acquired& a) {
     return a.template as<T, Rank, Space>();
@@ -35,6 +86,7 @@ template <>
 struct view_traits<strided_view> {
   static constraints make() noexcept { return {}; }
   static constexpr bool reads_only = false;  // the callee may take a writable typed view of it
+  static constexpr bool borrows = false;     // the view points at the holder's extents
   static strided_view get(const acquired& a) noexcept { return a.view(); }
   static bool fast(PyObject*, strided_view&) noexcept { return false; }  // needs the holder
 };
@@ -49,7 +101,9 @@ class parameter {
   bool load(PyObject* src, bool convert) noexcept {
     // The argument outlives the call, so the fast path takes no reference and no holder.
     if (src && !m_arg.failed() && view_traits<View>::fast(src, m_value)) return true;
-    if (!m_arg.load(src, convert, view_traits<View>::make(), view_traits<View>::reads_only)) return false;
+    if (!m_arg.load(src, convert, view_traits<View>::make(), view_traits<View>::reads_only,
+                    view_traits<View>::borrows))
+      return false;
     if (!m_arg.failed()) m_value = view_traits<View>::get(m_arg.held());
     return true;
   }

@@ -1,5 +1,5 @@
 """arrayport.view(): any array as an Array without a copy, through every protocol of the bridge
-(include/arrayport/python/acquire.hpp), with the producer's checks and lifetimes."""
+(the consume engine of src/bridge/), with the producer's checks and lifetimes."""
 
 from __future__ import annotations
 
@@ -507,7 +507,11 @@ def _c_api():
                     # since 1.1
                     ("set_cuda_error", ctypes.PYFUNCTYPE(None, ctypes.c_char_p, ctypes.c_int,
                                                          ctypes.c_char_p, ctypes.c_char_p,
-                                                         ctypes.c_int))]
+                                                         ctypes.c_int)),
+                    # since 1.2
+                    ("acquire_view", ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object,
+                                                       ctypes.c_void_p, ctypes.c_void_p)),
+                    ("traverse", ctypes.c_void_p), ("numpy_array_type", ctypes.c_void_p)]
 
     api = ctypes.pythonapi
     api.PyCapsule_GetPointer.restype = ctypes.c_void_p
@@ -532,7 +536,7 @@ def test_c_api_1_1_raises_cuda_errors_as_arrayport_does():
     """set_cuda_error (C API 1.1) raises what a cuda_error inside _core would: the type and the
     code, name, api and sticky attributes. Extensions reach it through set_error_from_current_exception."""
     table = _c_api()
-    assert (table.abi_major, table.abi_minor) == (1, 1)
+    assert (table.abi_major, table.abi_minor) >= (1, 1)
     with pytest.raises(ap.CudaError) as info:
         table.set_cuda_error(b"k<<<...>>> failed", 719, b"cudaErrorLaunchFailure", b"k<<<...>>>", 0)
     e = info.value
@@ -542,6 +546,69 @@ def test_c_api_1_1_raises_cuda_errors_as_arrayport_does():
         table.set_cuda_error(None, 2, None, None, 1)  # NULL strings read as ""
     e = info.value
     assert (str(e), e.code, e.name, e.api, e.sticky) == ("", 2, "", "", False)
+
+
+def _request_type():
+    """arrayport_acquire_request_t (C API 1.2) through ctypes, and arrayport_acquired_t."""
+    import ctypes
+
+    class Request(ctypes.Structure):
+        _fields_ = [("size", ctypes.c_uint32), ("flags", ctypes.c_uint32), ("name", ctypes.c_char_p),
+                    ("dtypes", ctypes.c_void_p), ("n_dtypes", ctypes.c_uint32), ("ndim", ctypes.c_int32),
+                    ("shape", ctypes.c_void_p), ("options", ctypes.c_uint32),
+                    ("protocols", ctypes.c_uint32), ("stream", ctypes.c_void_p)]
+
+    class Acquired(ctypes.Structure):
+        _fields_ = [("view", ctypes.c_char * 72), ("handle", ctypes.c_void_p),
+                    ("protocol", ctypes.c_uint32), ("reserved", ctypes.c_uint32),
+                    ("extents", ctypes.c_int64 * 16)]
+
+    return Request, Acquired
+
+
+def _acquire_view(obj, size=None, tail=b"", **fields):
+    """acquire_view through ctypes with a request of `size` bytes (default: this build's), followed
+    by `tail`; returns (status, protocol) and releases what was acquired."""
+    import ctypes
+
+    Request, Acquired = _request_type()
+    table = _c_api()
+    req = Request(size=0, ndim=-1, **fields)
+    raw = ctypes.create_string_buffer(bytes(req) + tail)
+    ctypes.c_uint32.from_buffer(raw).value = ctypes.sizeof(Request) + len(tail) if size is None else size
+    out = Acquired()
+    try:
+        status = table.acquire_view(obj, ctypes.addressof(raw), ctypes.addressof(out))
+        return status, out.protocol
+    finally:
+        if out.handle:
+            table.release(out.handle)
+
+
+def test_c_api_1_2_acquire_view_takes_a_versioned_request():
+    table = _c_api()
+    assert (table.abi_major, table.abi_minor) == (1, 2)
+    assert _acquire_view(np.arange(3.0)) == (0, 0x04)  # the buffer protocol (NumPy's struct)
+    assert _acquire_view(ap.zeros((2,), "float32", memory="host")) == (0, 0x01)
+    assert _acquire_view(memoryview(b"ab"), name=b"m")[0] == 0
+    # A request from a newer extension: extra bytes that are zero are defaults, and accepted.
+    assert _acquire_view(np.arange(3.0), tail=bytes(16)) == (0, 0x04)
+
+
+def test_c_api_1_2_refuses_requests_it_cannot_read():
+    with pytest.raises(ValueError, match=r"expected a request of at least 56 bytes, got 8 bytes"):
+        _acquire_view(np.arange(3.0), size=8)
+    with pytest.raises(ValueError, match=r"asks for options this arrayport._core \(C API 1.2, 56 bytes\)"):
+        _acquire_view(np.arange(3.0), tail=b"\0\0\0\1")
+    with pytest.raises(ValueError, match="both host-only and device-only"):
+        _acquire_view(np.arange(3.0), flags=0x2 | 0x4)
+
+
+def test_c_api_1_2_refusals_name_the_argument():
+    with pytest.raises(BufferError, match="^x: expected a writable array"):
+        _acquire_view(b"abc", name=b"x", flags=0x1)
+    with pytest.raises(TypeError, match="^x: expected an array, got object"):
+        _acquire_view(object(), name=b"x")
 
 
 @pytest.mark.skipif(not ap.cuda.is_available(), reason="needs CUDA to tell pageable memory apart")

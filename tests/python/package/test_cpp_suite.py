@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,14 +14,14 @@ import pytest
 import arrayport
 from conftest import REPO, cmake_build
 
-EXECUTABLES = ["arrayport_tests", "arrayport_tests_cpu_only", "arrayport_tests_cuda"]
+EXECUTABLES = ["arrayport_tests", "arrayport_tests_cpu_only", "arrayport_tests_cuda", "arrayport_bridge_tests"]
 RESULTS: dict[str, str] = {}
 
 
 @pytest.fixture(scope="session")
 def cpp_build(tmp_path_factory) -> Path:
     build = tmp_path_factory.mktemp("cpp-tests")
-    cmake_build(REPO / "tests" / "cpp", build)
+    cmake_build(REPO / "tests" / "cpp", build, f"-DPython_EXECUTABLE={sys.executable}")
     return build
 
 

@@ -1,4 +1,4 @@
-// The consume side of arrayport._core: arrayport.view() and the C API capsule for other modules.
+// Arrays over foreign producers: arrayport.view(), cuda.register and the C API capsule.
 #pragma once
 
 #include <nanobind/nanobind.h>

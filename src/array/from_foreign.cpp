@@ -1,11 +1,13 @@
-// arrayport.view(obj): any array as an Array without a copy, through the bridge in
-// <arrayport/python/acquire.hpp>; and the C API that other extension modules import.
-#include "consume.hpp"
+// Arrays made from foreign objects: arrayport.view(obj) (any array as an Array without a copy,
+// through the consume engine of src/bridge/), cuda.register, and the C API table that other
+// extension modules import (the engine fills its own entries).
+#include "array/from_foreign.hpp"
 
 #include "array.hpp"
 #include "array_internal.hpp"
 #include "current_stream.hpp"
 #include "errors.hpp"
+#include "bridge/consume.hpp"
 
 #include <arrayport/python/acquire.hpp>
 
@@ -225,28 +227,6 @@ void current_stream_for_c(void** stream, int* device) {
   if (device) *device = s.device;
 }
 
-int acquire_for_c(PyObject* obj, const char* name, std::uint32_t flags, arrayport_view_t* out,
-                  void** handle) noexcept {
-  return guarded<int>(-1, [&]() -> int {
-    if (!out || !handle) throw value_error("acquire: out and handle must not be NULL");
-    if ((flags & ARRAYPORT_ACQUIRE_HOST) && (flags & ARRAYPORT_ACQUIRE_DEVICE))
-      throw value_error("acquire: flags ask for both host-only and device-only reach");
-    python::constraints c;
-    c.name = name ? name : "array";
-    c.writable = (flags & ARRAYPORT_ACQUIRE_WRITABLE) != 0;
-    c.where = (flags & ARRAYPORT_ACQUIRE_HOST)     ? python::reach::host
-              : (flags & ARRAYPORT_ACQUIRE_DEVICE) ? python::reach::device
-                                                   : python::reach::any;
-    c.layout = (flags & ARRAYPORT_ACQUIRE_C_ORDER) ? python::order::c : python::order::any;
-    auto* held = new python::acquired(python::acquire(obj, c));
-    *out = held->c_view();
-    *handle = held;
-    return 0;
-  });
-}
-
-void release_for_c(void* handle) noexcept { delete static_cast<python::acquired*>(handle); }
-
 arrayport_python_api_t g_api{};
 
 }  // namespace
@@ -279,9 +259,9 @@ void register_consume(nb::module_& m) {
   g_api.cuda_error = m.attr("CudaError").ptr();
   g_api.out_of_memory_error = m.attr("OutOfMemoryError").ptr();
   g_api.no_device_error = m.attr("NoDeviceError").ptr();
-  g_api.acquire = acquire_for_c;
-  g_api.release = release_for_c;
   g_api.set_cuda_error = set_cuda_error_for_c;
+  bridge::fill_api(g_api);
+  python::detail::api_slot() = &g_api;  // this module's own acquire() calls reach the engine
   m.attr("_C_API") = nb::steal(PyCapsule_New(&g_api, ARRAYPORT_PYTHON_API_CAPSULE, nullptr));
 
   using namespace nb::literals;

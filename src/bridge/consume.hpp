@@ -1,0 +1,32 @@
+// The consume engine: any Python array -> a checked view, the protocol chosen by the producer's
+// type, fastest first (see dispatch in consume.cpp). Compiled once, in arrayport._core; other
+// extensions reach it through the C API's acquire_view (python/api.h), after their inline fast
+// path for exact arrayport.Array and numpy.ndarray arguments (python/acquire.hpp).
+#pragma once
+
+#include "bridge/held.hpp"
+
+#include <arrayport/python/api.h>
+#include <arrayport/python/constraints.hpp>
+
+#include <Python.h>
+
+#include <cstdint>
+
+namespace arrayport::bridge {
+
+/// Acquires a view of `obj` into `a` (a fresh holder). Throws python::not_an_array,
+/// type_error / value_error / buffer_error naming the argument, or error_already_set.
+void acquire(held& a, PyObject* obj, const python::constraints& c,
+             const python::acquire_options& o);
+
+/// The request (python/api.h) as constraints and options (the dtypes are the request's, seen as
+/// arrayport::dtype: one layout). Throws value_error for a request this build cannot read.
+void read_request(const arrayport_acquire_request_t* request, python::constraints& c,
+                  python::acquire_options& o);
+
+/// Fills the engine's entries of the C API table (acquire, release, acquire_view, traverse,
+/// numpy_array_type).
+void fill_api(arrayport_python_api_t& api) noexcept;
+
+}  // namespace arrayport::bridge

@@ -1,0 +1,28 @@
+// DLPack tensors: from __dlpack__ capsules (versioned first, legacy on TypeError), and the
+// DLTensor reading the exchange API shares.
+#pragma once
+
+#include "bridge/held.hpp"
+#include "bridge/type_cache.hpp"
+
+#include <arrayport/c/dlpack.h>
+#include <arrayport/memory_kind.hpp>
+#include <arrayport/python/constraints.hpp>
+
+#include <Python.h>
+
+namespace arrayport::bridge {
+
+/// The memory kind of a DLPack device type arrayport takes; false for the others.
+bool dl_device_kind(arrayport_device_t d, memory_kind& out) noexcept;
+
+/// Fills the view from a DLTensor (strides may be NULL: compact row-major; byte_offset applied).
+void from_dl_tensor(held& a, const python::constraints& c, PyObject* obj,
+                    const arrayport_dl_tensor_t& t, bool readonly);
+
+/// Through obj.__dlpack__(stream=...): the consumer's stream for CUDA data, None for host data
+/// (`type` remembers which the producer's tensors were, so __dlpack_device__ is asked once).
+void from_dlpack(held& a, const python::constraints& c, PyObject* obj, const type_entry& type,
+                 stream_handle consumer, bool sync);
+
+}  // namespace arrayport::bridge

@@ -1,0 +1,115 @@
+// The DLPack C exchange API: the table's discovery, the owned and the non-owning reads, and the
+// stream ordering the API leaves to the consumer.
+#include "bridge/exchange.hpp"
+
+#include "bridge/checks.hpp"
+#include "bridge/dlpack.hpp"
+
+#include <arrayport/dtype.hpp>
+#include <arrayport/runtime.hpp>
+
+#include <string>
+
+namespace arrayport::bridge {
+
+const dl_exchange_api* find_exchange_api(PyTypeObject* type) noexcept {
+  static PyObject* const names[2] = {interned("__dlpack_c_exchange_api__"),
+                                     interned("__c_dlpack_exchange_api__")};
+  for (PyObject* name : names) {
+    if (!name) continue;
+    PyObject* attr = PyObject_GetAttr(reinterpret_cast<PyObject*>(type), name);
+    if (!attr) {
+      PyErr_Clear();
+      continue;
+    }
+    const void* table = nullptr;
+    if (PyCapsule_CheckExact(attr))
+      table = PyCapsule_GetPointer(attr, "dlpack_exchange_api");
+    else if (PyLong_Check(attr))
+      table = PyLong_AsVoidPtr(attr);
+    Py_DECREF(attr);
+    if (!table) {
+      PyErr_Clear();
+      continue;
+    }
+    auto* api = static_cast<const dl_exchange_api*>(table);
+    if (api->header.version.major == 1 && api->managed_tensor_from_py_object_no_sync &&
+        api->current_work_stream)
+      return api;
+  }
+  return nullptr;
+}
+
+void from_exchange(held& a, const python::constraints& c, PyObject* obj, const dl_exchange_api& api,
+                   stream_handle consumer, bool sync, bool call_scoped) {
+  if (call_scoped && api.dltensor_from_py_object_no_sync) {
+    // Non-owning: the producer keeps shape/strides/data alive while the object lives and is not
+    // resized; we hold the object and copy the extents.
+    arrayport_dl_tensor_t t{};
+    if (api.dltensor_from_py_object_no_sync(obj, &t) != 0)
+      producer_failed(c, obj, "the exchange API's dltensor_from_py_object_no_sync");
+    a.from = held::source::reference;
+    from_dl_tensor(a, c, obj, t, false);
+  } else {
+    arrayport_dl_managed_tensor_versioned_t* t = nullptr;
+    if (api.managed_tensor_from_py_object_no_sync(obj, &t) != 0)
+      producer_failed(c, obj, "the exchange API's managed_tensor_from_py_object_no_sync");
+    a.managed = t;
+    a.from = held::source::dlpack_versioned;
+    if (!t) fail_value(c, obj, "the DLPack exchange API returned NULL");
+    if (t->version.major != ARRAYPORT_DLPACK_MAJOR_VERSION)
+      fail_buffer(c, obj,
+                  "unsupported DLPack version " + std::to_string(t->version.major) + "." +
+                      std::to_string(t->version.minor) + ": expected 1.x");
+    from_dl_tensor(a, c, obj, t->dl_tensor, (t->flags & ARRAYPORT_DLPACK_FLAG_READ_ONLY) != 0);
+  }
+  const arrayport_view_t& v = a.view;
+  if (sync && is_gpu_resident(static_cast<memory_kind>(v.memory_kind))) {
+    // The exchange API does no synchronisation: order the producer's current stream before ours.
+    void* producer = nullptr;
+    if (api.current_work_stream(ARRAYPORT_DEVICE_CUDA, v.device.device_id, &producer) != 0)
+      producer_failed(c, obj, "the exchange API's current_work_stream");
+    runtime::order_streams(producer, consumer, v.device.device_id);
+  }
+}
+
+bool exchange_borrow(PyObject* obj, const dl_exchange_api& api, const python::constraints& c,
+                     stream_handle consumer, arrayport_view_t& v, std::int64_t* ext) noexcept {
+  if (!api.dltensor_from_py_object_no_sync) return false;
+  arrayport_dl_tensor_t t{};
+  if (api.dltensor_from_py_object_no_sync(obj, &t) != 0) {
+    PyErr_Clear();  // acquire() asks again and reports it
+    return false;
+  }
+  const arrayport::dtype expected = c.dtypes[0];
+  const int rank = c.ndim;
+  memory_kind kind;
+  if (!dl_device_kind(t.device, kind) || t.ndim != rank ||
+      arrayport::dtype::from_c(t.dtype) != expected || !reaches(c, kind) || (rank > 0 && !t.shape))
+    return false;
+  std::int64_t compact[8] = {};
+  if (!t.strides &&
+      !compact_strides(t.shape, rank, compact, static_cast<std::int64_t>(expected.itemsize())))
+    return false;
+  std::uintptr_t address = 0;
+  if (t.data &&
+      __builtin_add_overflow(reinterpret_cast<std::uintptr_t>(t.data), t.byte_offset, &address))
+    return false;
+  const auto itemsize = static_cast<std::int64_t>(expected.itemsize());
+  if (!borrowed_geometry(t.shape, t.strides ? t.strides : compact, 1, rank,
+                         reinterpret_cast<const void*>(address), itemsize, ext))
+    return false;
+  if (is_gpu_resident(kind)) {
+    void* producer = nullptr;
+    if (api.current_work_stream(ARRAYPORT_DEVICE_CUDA, t.device.device_id, &producer) != 0) {
+      PyErr_Clear();
+      return false;
+    }
+    if (static_cast<stream_handle>(producer) != consumer) return false;
+  }
+  fill_view(v, reinterpret_cast<void*>(address), rank, ext, t.dtype, kind, t.device.device_id,
+            false, obj);
+  return true;
+}
+
+}  // namespace arrayport::bridge

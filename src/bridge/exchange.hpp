@@ -1,0 +1,48 @@
+// The DLPack C exchange API (DLPack 1.2+, type(obj).__dlpack_c_exchange_api__, PyTorch >= 2.10):
+// a producer's tensor through a C function table, without a capsule or a Python call.
+#pragma once
+
+#include "bridge/held.hpp"
+
+#include <arrayport/c/dlpack.h>
+#include <arrayport/memory_kind.hpp>
+#include <arrayport/python/constraints.hpp>
+
+#include <Python.h>
+
+#include <cstdint>
+
+namespace arrayport::bridge {
+
+struct dl_exchange_api_header {
+  arrayport_dlpack_version_t version;
+  dl_exchange_api_header* prev_api;
+};
+
+/// The table, laid out as the specification defines.
+struct dl_exchange_api {
+  dl_exchange_api_header header;
+  int (*managed_tensor_allocator)(arrayport_dl_tensor_t*, arrayport_dl_managed_tensor_versioned_t**,
+                                  void*, void (*)(void*, const char*, const char*));
+  int (*managed_tensor_from_py_object_no_sync)(void*, arrayport_dl_managed_tensor_versioned_t**);
+  int (*managed_tensor_to_py_object_no_sync)(arrayport_dl_managed_tensor_versioned_t*, void**);
+  int (*dltensor_from_py_object_no_sync)(void*, arrayport_dl_tensor_t*);  // may be NULL
+  int (*current_work_stream)(int device_type, std::int32_t device_id, void** out_stream);
+};
+
+/// The exchange API table of a type: a capsule "dlpack_exchange_api" (PyTorch) or an int address
+/// (the DLPack 1.2 spelling __c_dlpack_exchange_api__). nullptr when absent or of another major.
+const dl_exchange_api* find_exchange_api(PyTypeObject* type) noexcept;
+
+/// The view through the table: non-owning for a call-scoped view when the producer offers it,
+/// else an owned managed tensor. The producer's current stream is ordered before `consumer`.
+void from_exchange(held& a, const python::constraints& c, PyObject* obj, const dl_exchange_api& api,
+                   stream_handle consumer, bool sync, bool call_scoped);
+
+/// For a typed call-scoped parameter: the non-owning tensor straight into `v` (extents into
+/// `ext`), no holder. false (no error set) for anything acquire() must decide: host memory for a
+/// device view (it may be pinned), a producer stream other than `consumer`, any violation.
+bool exchange_borrow(PyObject* obj, const dl_exchange_api& api, const python::constraints& c,
+                     stream_handle consumer, arrayport_view_t& v, std::int64_t* ext) noexcept;
+
+}  // namespace arrayport::bridge

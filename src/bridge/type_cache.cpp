@@ -1,0 +1,105 @@
+// The per-type protocol cache: what a producer type offers is asked once (attribute lookups run
+// the type's metaclass code, 100s of ns), then read from here.
+#include "bridge/type_cache.hpp"
+
+#include "bridge/cupy.hpp"
+#include "bridge/exchange.hpp"
+#include "bridge/jax.hpp"
+
+#include <arrayport/python/api.hpp>
+#include <arrayport/python/constraints.hpp>
+#include <arrayport/python/numpy.hpp>
+
+#include <cstring>
+
+namespace arrayport::bridge {
+namespace {
+
+bool is_numpy_array_type(PyTypeObject* type) noexcept {
+  for (PyTypeObject* t = type; t; t = t->tp_base)
+    if (std::strcmp(t->tp_name, "numpy.ndarray") == 0)
+      return !named_by_python(t) &&
+             type->tp_basicsize >= static_cast<Py_ssize_t>(sizeof(python::numpy::array_fields));
+  return false;
+}
+
+bool type_has(PyTypeObject* type, const char* attr) noexcept {
+  return PyObject_HasAttrString(reinterpret_cast<PyObject*>(type), attr) == 1;
+}
+
+type_entry describe_type(PyTypeObject* type, const arrayport_python_api_t* api) noexcept {
+  type_entry e;
+  e.type = type;
+  if (api && type == api->array_type) {
+    e.protocols = python::protocol_array;
+    return e;
+  }
+  if ((e.exchange = find_exchange_api(type))) e.protocols |= python::protocol_exchange;
+  if (type->tp_as_buffer && type->tp_as_buffer->bf_getbuffer)
+    e.protocols |= python::protocol_buffer;
+  e.numpy = (e.protocols & python::protocol_buffer) && is_numpy_array_type(type);
+  if (e.numpy && std::strcmp(type->tp_name, "numpy.ndarray") == 0) numpy_exact_type() = type;
+  if (cupy().state >= 0 && is_cupy_array_type(type)) e.protocols |= python::protocol_cupy;
+  if (type_has(type, "__dlpack__")) e.protocols |= python::protocol_dlpack;
+  if (type_has(type, "__cuda_array_interface__")) e.protocols |= python::protocol_cai;
+  e.jax = (e.protocols & python::protocol_cai) && (e.protocols & python::protocol_dlpack) &&
+          is_jax_array_type(type);
+  if (e.jax && !jax_array_type()) {
+    Py_INCREF(type);  // kept for good, as the type cache keeps its types
+    jax_array_type() = type;
+  }
+  return e;
+}
+
+}  // namespace
+
+bool named_by_python(PyTypeObject* t) noexcept {
+  // A C type's __name__ is what follows the last dot of tp_name; a class statement's is all of it.
+  if (!(t->tp_flags & Py_TPFLAGS_HEAPTYPE)) return false;
+  PyObject* name = reinterpret_cast<PyHeapTypeObject*>(t)->ht_name;
+  return name && PyUnicode_Check(name) && PyUnicode_CompareWithASCIIString(name, t->tp_name) == 0;
+}
+
+PyTypeObject*& numpy_exact_type() noexcept {
+  static PyTypeObject* type = nullptr;
+  return type;
+}
+
+type_cache& types() noexcept {
+  static type_cache cache;
+  return cache;
+}
+
+type_entry lookup_type(PyTypeObject* type) {
+  type_cache& c = types();
+  for (int i = 0; i < c.used; ++i)
+    if (c.entries[i].type == type) return c.entries[i];
+  // Held from here: describing the type runs its metaclass's code, which may drop the type.
+  Py_INCREF(type);
+  type_entry e = describe_type(type, python::loaded_api());
+  // Checked again: describing may have run a lookup (through Python code) that cached it.
+  bool cached = false;
+  for (int i = 0; i < c.used && !cached; ++i) cached = c.entries[i].type == type;
+  if (!cached && c.used < type_cache::capacity)
+    c.entries[c.used++] = e;
+  else
+    Py_DECREF(type);  // a cached type stays referenced from the cache: never freed
+  return e;
+}
+
+void remember_dlpack(PyTypeObject* type, int cuda, bool legacy) noexcept {
+  type_cache& c = types();
+  for (int i = 0; i < c.used; ++i)
+    if (c.entries[i].type == type) {
+      if (cuda >= 0) c.entries[i].dlpack_cuda = static_cast<std::int8_t>(cuda);
+      c.entries[i].dlpack_legacy = legacy;
+    }
+}
+
+void forget_protocol(PyTypeObject* type, std::uint32_t protocol) noexcept {
+  type_cache& c = types();
+  for (int i = 0; i < c.used; ++i)
+    if (c.entries[i].type == type) c.entries[i].protocols &= ~protocol;
+}
+
+}  // namespace arrayport::bridge

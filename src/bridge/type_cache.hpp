@@ -1,0 +1,53 @@
+// What each producer type offers, found once per type and cached: which protocols, its DLPack C
+// exchange API table, whether it is NumPy's, CuPy's or JAX's array type, and what its __dlpack__
+// did last time.
+#pragma once
+
+#include <Python.h>
+
+#include <cstdint>
+
+namespace arrayport::bridge {
+
+struct dl_exchange_api;
+
+struct type_entry {
+  PyTypeObject* type = nullptr;  // a strong reference: a cached type is never freed and reused
+  std::uint32_t protocols = 0;   // what the type offers (python::protocol bits)
+  const dl_exchange_api* exchange = nullptr;
+  bool numpy = false;            // numpy.ndarray or a subclass: its struct is read directly
+  bool jax = false;              // jaxlib's ArrayImpl: see jax.hpp
+  std::int8_t dlpack_cuda = -1;  // where its last __dlpack__ tensor was: 1 CUDA, 0 host, -1 unknown
+  bool dlpack_legacy = false;    // its __dlpack__ takes no max_version (before DLPack 1.0)
+};
+
+/// A small cache of what each producer type offers. Types are few (one per array library); past
+/// the capacity, lookups still work, uncached.
+struct type_cache {
+  static constexpr int capacity = 32;
+  type_entry entries[capacity];
+  int used = 0;
+};
+
+type_cache& types() noexcept;
+
+/// The entry of `type`, describing (and caching) it the first time.
+type_entry lookup_type(PyTypeObject* type);
+
+/// Records what a type's __dlpack__ did: where its tensor was (`cuda` 1 / 0; -1 leaves it) and
+/// whether it takes max_version.
+void remember_dlpack(PyTypeObject* type, int cuda, bool legacy) noexcept;
+
+/// Stops offering `protocol` for `type`: what a type advertises but refuses (CuPy's buffer
+/// protocol for memory the CPU cannot reach) is not tried again.
+void forget_protocol(PyTypeObject* type, std::uint32_t protocol) noexcept;
+
+/// numpy.ndarray itself (not a subclass) once a lookup has met it; the C API publishes where it
+/// is kept, for the typed parameters' inline fast path. Never freed: the cache holds a reference.
+PyTypeObject*& numpy_exact_type() noexcept;
+
+/// Whether `t` is a class statement's (or type()'s) that took a dotted name for itself: it may
+/// call itself "numpy.ndarray", but its instances lack the struct that name stands for.
+bool named_by_python(PyTypeObject* t) noexcept;
+
+}  // namespace arrayport::bridge
