@@ -1,8 +1,8 @@
 // CPU reductions: pairwise accumulation (blocks of 128 in 8 independent lanes, halves combined
 // recursively, as NumPy does), over outputs in parallel or, for few outputs, over chunks of each.
-#include "../elementwise.hpp"
-#include "../kernels.hpp"
-#include "parallel.hpp"
+#include "ops/elementwise.hpp"
+#include "ops/kernels.hpp"
+#include "ops/cpu/parallel.hpp"
 
 #include <algorithm>
 #include <array>
@@ -34,7 +34,8 @@ Acc pairwise(const G& get, std::int64_t lo, std::int64_t n, const R& r) {
     std::int64_t i = 0;
     for (; i + 8 <= n; i += 8)
       for (int k = 0; k < 8; ++k) lane[k] = r(lane[k], get(lo + i + k));
-    Acc acc = r(r(r(lane[0], lane[1]), r(lane[2], lane[3])), r(r(lane[4], lane[5]), r(lane[6], lane[7])));
+    Acc acc = r(r(r(lane[0], lane[1]), r(lane[2], lane[3])),
+                r(r(lane[4], lane[5]), r(lane[6], lane[7])));
     for (; i < n; ++i) acc = r(acc, get(lo + i));
     return acc;
   }
@@ -281,7 +282,9 @@ void run(const reduce_call& c) {
                              lo, n, r);
       }
       return pairwise<Acc>(
-          [&](std::int64_t i) { return product(p0 + red_offset(c, 0, i), p1 + red_offset(c, 1, i)); },
+          [&](std::int64_t i) {
+            return product(p0 + red_offset(c, 0, i), p1 + red_offset(c, 1, i));
+          },
           lo, n, r);
     } else if (c.red_ndim <= 1) {
       const std::int64_t s = c.red_ndim == 1 ? c.red_strides[0][0] : 0;
@@ -325,7 +328,8 @@ void run(const reduce_call& c) {
     return pairwise<Acc>([&](std::int64_t k) { return chunk_of(o, k); }, 0, chunks, r);
   };
   if (chunks <= 1 || c.n_out >= thread_count()) {
-    const std::int64_t grain = std::max<std::int64_t>(1, chunk / 2 / std::max<std::int64_t>(c.len, 1));
+    const std::int64_t grain =
+        std::max<std::int64_t>(1, chunk / 2 / std::max<std::int64_t>(c.len, 1));
     parallel_for(c.n_out, grain, [&](std::int64_t b, std::int64_t e) {
       for (std::int64_t o = b; o < e; ++o) out[o] = finish<Op, Out>(whole(o), c.len);
     });
