@@ -33,7 +33,8 @@ std::optional<staging> staging_for(nb::handle device, nb::handle out) {
     PyErr_Clear();
     return std::nullopt;
   }
-  staging st{static_cast<int>(i), std::int64_t(8) << 20};  // docs/ops-staging.md: why 8 MiB
+  // 8 MiB: docs/benchmarks.md, "Tuning constants of arrayport.ops".
+  staging st{static_cast<int>(i), std::int64_t(8) << 20};
   if (const char* env = std::getenv("ARRAYPORT_STAGE_CHUNK_BYTES"))  // for tuning
     st.chunk_bytes = std::max<std::int64_t>(4096, std::atoll(env));
   return st;

@@ -55,8 +55,8 @@ bool c_contiguous(const strided_view& v);
 /// astype's dtype=, read as arrayport.empty reads it, with messages that name astype.
 dtype parse_astype_dtype(nanobind::handle d);
 
-/// Releasing the GIL costs ~100 ns: worth it for GPU launches (which may block) and large CPU
-/// work.
+/// Whether to release the GIL around a launch: for GPU launches (which may block) and CPU work
+/// long enough to pay for it (docs/benchmarks.md, "Tuning constants of arrayport.ops").
 inline bool release_gil(const ops::placement& where, std::int64_t elements) {
   return where.on_gpu || elements >= (std::int64_t(1) << 15);
 }

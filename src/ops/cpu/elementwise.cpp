@@ -10,7 +10,8 @@
 namespace arrayport::ops::cpu {
 namespace {
 
-// Below this many elements a call stays on the calling thread (waking workers costs ~10 us).
+// Below this many elements a call stays on the calling thread: waking the workers costs more
+// (docs/benchmarks.md, "Tuning constants of arrayport.ops").
 constexpr std::int64_t parallel_grain = std::int64_t(1) << 16;
 
 template <class A>

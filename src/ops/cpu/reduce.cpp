@@ -127,9 +127,8 @@ T extreme_contiguous(const T* p, std::int64_t n) {
 }
 
 // The sum of n contiguous floats or doubles by pairwise(), operation for operation (so the same
-// bits), with its eight lanes in vectors of `Bytes`: pairwise() with a getter compiles to code
-// that runs at about half NumPy's speed. (Accumulating two sibling blocks in one loop hides the
-// adder's latency in cache, but halves the rate from DRAM: not done.)
+// bits), with its eight lanes in vectors of `Bytes`: pairwise() with a getter does not vectorise
+// (docs/benchmarks.md, "Tuning constants of arrayport.ops").
 template <class T, int Bytes>
 struct lanes8 {
   using V = typename vec<T, Bytes>::type;
