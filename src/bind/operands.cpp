@@ -140,15 +140,29 @@ void wait_before_release(ops::span<const input_holder> holders, const ops::place
     }
 }
 
+namespace {
+
+// The bytes [lo, hi) a view touches; false when it has no element. Not measure_layout: its
+// overflow checks cost 100 instructions a view, and acquire checked these spans already.
+bool byte_range(const strided_view& v, std::uintptr_t& lo, std::uintptr_t& hi) {
+  const auto item = static_cast<std::int64_t>(v.dtype().itemsize());
+  auto low = reinterpret_cast<std::intptr_t>(v.data()), high = low;
+  for (int d = 0; d < v.ndim(); ++d) {
+    const std::int64_t e = v.extent(d);
+    if (e == 0) return false;
+    const std::int64_t step = (e - 1) * v.stride(d) * item;
+    (step > 0 ? high : low) += static_cast<std::intptr_t>(step);
+  }
+  lo = static_cast<std::uintptr_t>(low);
+  hi = static_cast<std::uintptr_t>(high) + static_cast<std::uintptr_t>(item);
+  return true;
+}
+
+}  // namespace
+
 bool overlaps(const strided_view& a, const strided_view& b) {
-  // measure_layout's [lo, hi) are offsets from element 0; the spans fit (acquire checked them).
-  const layout_info la = measure_layout(a.c_view()), lb = measure_layout(b.c_view());
-  if (la.count == 0 || lb.count == 0) return false;
-  const auto alo = reinterpret_cast<std::intptr_t>(a.data()) + la.lo;
-  const auto blo = reinterpret_cast<std::intptr_t>(b.data()) + lb.lo;
-  const auto ahi = reinterpret_cast<std::intptr_t>(a.data()) + la.hi;
-  const auto bhi = reinterpret_cast<std::intptr_t>(b.data()) + lb.hi;
-  return alo < bhi && blo < ahi;
+  std::uintptr_t alo, ahi, blo, bhi;
+  return byte_range(a, alo, ahi) && byte_range(b, blo, bhi) && alo < bhi && blo < ahi;
 }
 
 bool same_elements(const strided_view& in, const strided_view& out) {

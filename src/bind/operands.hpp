@@ -21,6 +21,9 @@ struct operand {
 
 /// Keeps what an input's view points to alive for the call.
 struct input_holder {
+  // User-provided: for the implicit one GCC 12 zero-fills the whole object (328 bytes a slot,
+  // every call); this one stores two words.
+  input_holder() noexcept {}
   // Engaged only for operands taken through the bridge: an empty `acquired` zero-fills some
   // 400 bytes, which every Array and scalar operand (and every unused slot) would pay for.
   std::optional<python::acquired> held;

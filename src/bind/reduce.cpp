@@ -107,13 +107,18 @@ void check_reduce_out(const char* op_name, const strided_view& out, dtype out_dt
                       ": out: expected a writable array, got a read-only one");
 }
 
-// The operands of a reduction: the inputs, then out= when given.
+// The operands of a reduction: its N - 1 inputs, then out= when given.
+template <int N>
 struct reduce_operands {
-  input_holder holders[3];
-  ops_arg args[3];
-  const ops_arg* all[3] = {&args[0], &args[1], &args[2]};
-  int n = 0;
+  input_holder holders[N];
+  ops_arg args[N];
+  const ops_arg* all[N];
+  int n = N - 1;
   bool has_out = false;
+
+  reduce_operands() noexcept {
+    for (int i = 0; i < N; ++i) all[i] = &args[i];
+  }
 
   ops::arg_list inputs() const { return {all, std::size_t(n)}; }
   ops::arg_list with_out() const { return {all, std::size_t(n + has_out)}; }
@@ -121,7 +126,8 @@ struct reduce_operands {
   const ops_arg* out() const { return has_out ? &args[n] : nullptr; }
 };
 
-void read_out(reduce_operands& o, nb::handle out, const char* op_name, stream_handle stream) {
+template <int N>
+void read_out(reduce_operands<N>& o, nb::handle out, const char* op_name, stream_handle stream) {
   o.has_out = !out.is_none();
   if (o.has_out)
     read_operand({out, "out"}, op_name, stream, o.holders[o.n], o.args[o.n],
@@ -130,10 +136,11 @@ void read_out(reduce_operands& o, nb::handle out, const char* op_name, stream_ha
 
 // Runs the reduction into out (when it is C-contiguous and no input overlaps it) or into a new
 // array, copied into out when there is one.
+template <int N>
 nb::object finish_reduce(ops::reduce_call& call, const char* op_name,
                          const ops::placement& where, const current_stream_state& cs,
                          dtype out_dt, const std::vector<std::int64_t>& shape,
-                         const reduce_operands& o, nb::handle out_obj) {
+                         const reduce_operands<N>& o, nb::handle out_obj) {
   const ops_arg* out = o.out();
   bool direct = out && c_contiguous(out->view);
   for (int i = 0; direct && i < o.n; ++i) direct = !overlaps(o.args[i].view, out->view);
@@ -177,8 +184,7 @@ nb::object reduce(ops::reduce_op op, nb::handle x, nb::handle axis, nb::handle k
   const char* op_name = reduce_name(op);
   const bool keepdims = parse_keepdims(keepdims_obj, op_name);
   const current_stream_state cs = current_stream();
-  reduce_operands o;
-  o.n = 1;
+  reduce_operands<2> o;
   read_operand({x, "x"}, op_name, cs.handle, o.holders[0], o.args[0], /*allow_scalar=*/false);
   const strided_view& in = o.args[0].view;
   const type_id t = ops::to_type_id(in.dtype());
@@ -209,8 +215,7 @@ nb::object dot(nb::handle x, nb::handle y, nb::handle axis, nb::handle keepdims_
                nb::handle out_obj) {
   const bool keepdims = parse_keepdims(keepdims_obj, "dot");
   const current_stream_state cs = current_stream();
-  reduce_operands o;
-  o.n = 2;
+  reduce_operands<3> o;
   read_operand({x, "x"}, "dot", cs.handle, o.holders[0], o.args[0], false);
   read_operand({y, "y"}, "dot", cs.handle, o.holders[1], o.args[1], false);
   const type_id rt = ops::result_type(ops::op_id::multiply, "dot", o.inputs());
