@@ -13,9 +13,10 @@ int/float/complex takes the array's dtype when its kind fits, so ``add(uint8_arr
 OverflowError and ``multiply(float32_array, 1j)`` is complex64). NumPy scalars are 0-d arrays,
 strong as any array: ``add(float32_array, np.float64(1.5))`` is float64. ``axpy(a, x, y)`` is
 ``a * x + y``: the product's dtype first (where it wraps or rounds), then the sum's. bfloat16
-promotes like float16, except that float16 with bfloat16 gives float32. Deviation from NumPy: ``out=`` must have the
-result dtype exactly (no casting). An ``out=`` that overlaps an input other than element for
-element (``add(x[:-1], 1, out=x[1:])``) is computed through a temporary, as NumPy does.
+promotes like float16, except that float16 with bfloat16 gives float32. Deviation from NumPy:
+``out=`` must have the result dtype exactly (no casting). An ``out=`` that overlaps an input other
+than element for element (``add(x[:-1], 1, out=x[1:])``) is computed through a temporary, as NumPy
+does.
 Supported dtypes: bool, uint8, int32, int64, float16, bfloat16, float32, float64, complex64,
 complex128.
 
