@@ -3,7 +3,7 @@
 #include "array/from_foreign.hpp"
 #include "cuda.hpp"
 #include "errors.hpp"
-#include "ops/python.hpp"
+#include "bind/ops.hpp"
 #include "runtime_info.hpp"
 
 #include <arrayport/error.hpp>

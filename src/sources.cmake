@@ -1,5 +1,6 @@
 # The C++ sources of arrayport._core, listed once: the module (src/CMakeLists.txt) and the
 # instrumented fuzzing library (tests/fuzz) both build from this list.
+include("${CMAKE_CURRENT_LIST_DIR}/ops/sources.cmake")
 set(ARRAYPORT_CORE_SOURCES
   module.cpp
   array.cpp
@@ -22,8 +23,10 @@ set(ARRAYPORT_CORE_SOURCES
   scalars.cpp
   arguments.cpp
   runtime_info.cpp
-  ops/python.cpp
-  ops/dispatch.cpp
-  ops/cpu/elementwise.cpp
-  ops/cpu/reduce.cpp
-  ops/cpu/parallel.cpp)
+  bind/ops.cpp
+  bind/operands.cpp
+  bind/result.cpp
+  bind/elementwise.cpp
+  bind/reduce.cpp
+  bind/device.cpp
+  ${ARRAYPORT_OPS_SOURCES})

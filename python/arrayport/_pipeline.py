@@ -55,9 +55,8 @@ def _reachable(x: Any, held: list[Any], name: str, device: int) -> tuple[Any, bo
 
 
 def run(name: str, operands: tuple[Any, ...], out: Any, device: Any, params: dict[str, Any]) -> Any:
-    from . import ops  # the public functions (import here: ops imports _core, which imports us)
-
-    fn = getattr(ops, name)
+    """The op ``name`` on ``device``; _core calls it (arrayport.ops registers it at import)."""
+    fn = getattr(_core.ops, name)
     if device is None or isinstance(device, bool) or not isinstance(device, (int, cuda.Device)):
         raise TypeError(f"{name}: device: expected an int or an arrayport.cuda.Device, got "
                         f"{type(device).__name__}")
@@ -91,7 +90,7 @@ def run(name: str, operands: tuple[Any, ...], out: Any, device: Any, params: dic
             result = fn(*args, out=target, **params)
             cuda.current_stream().synchronize()   # results final, registered pages unused
             if write_back:
-                ops.copy(target, out=out)
+                _core.ops.copy(target, out=out)
     finally:
         held.clear()
     if out is not None:

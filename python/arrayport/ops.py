@@ -12,10 +12,11 @@ Result dtypes follow NumPy 2: ``np.result_type`` for arrays, NEP 50 for Python s
 int/float/complex takes the array's dtype when its kind fits, so ``add(uint8_array, 300)`` raises
 OverflowError and ``multiply(float32_array, 1j)`` is complex64). NumPy scalars are 0-d arrays,
 strong as any array: ``add(float32_array, np.float64(1.5))`` is float64. ``axpy(a, x, y)`` is
-``a * x + y``: the product's dtype first (where it wraps or rounds), then the sum's. bfloat16 promotes like float16,
-except that float16 with bfloat16 gives float32. Deviation from NumPy: ``out=`` must have the
-result dtype exactly (no casting). An ``out=`` that overlaps an input other than element for
-element (``add(x[:-1], 1, out=x[1:])``) is computed through a temporary, as NumPy does.
+``a * x + y``: the product's dtype first (where it wraps or rounds), then the sum's. bfloat16
+promotes like float16, except that float16 with bfloat16 gives float32. Deviation from NumPy:
+``out=`` must have the result dtype exactly (no casting). An ``out=`` that overlaps an input other
+than element for element (``add(x[:-1], 1, out=x[1:])``) is computed through a temporary, as NumPy
+does.
 Supported dtypes: bool, uint8, int32, int64, float16, bfloat16, float32, float64, complex64,
 complex128.
 
@@ -36,6 +37,7 @@ every array operand was host memory, ``out`` when given.
 
 from __future__ import annotations
 
+from . import _core, _pipeline
 from ._core.ops import (
     abs,
     add,
@@ -57,6 +59,10 @@ from ._core.ops import (
     sum,
     where,
 )
+
+# The device= calls that C++ does not stage itself go to _pipeline.run: registered here, so that
+# the compiled module never imports its package.
+_core._set_pipeline(_pipeline.run)
 
 __all__ = [
     "abs",

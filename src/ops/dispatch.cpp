@@ -1,18 +1,18 @@
 // Dispatch for arrayport.ops: promotion, broadcasting, collapsing, placement and launch.
-#include "dispatch.hpp"
+#include "ops/dispatch.hpp"
 
-#include "cpu/parallel.hpp"
-#include "kernels.hpp"
-
-#include "../current_stream.hpp"
+#include "ops/cpu/parallel.hpp"
+#include "ops/kernels.hpp"
 
 #include <arrayport/buffer.hpp>
 #include <arrayport/event.hpp>
+#include <arrayport/layout.hpp>
 #include <arrayport/runtime.hpp>
 
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <optional>
 #include <string>
 
 namespace arrayport::ops {
@@ -21,9 +21,7 @@ namespace {
 using T = type_id;
 
 std::string shape_string(const strided_view& v) {
-  std::string s = "(";
-  for (int i = 0; i < v.ndim(); ++i) s += std::to_string(v.extent(i)) + (v.ndim() == 1 ? "," : i + 1 < v.ndim() ? ", " : "");
-  return s + ")";
+  return arrayport::detail::tuple_string(v.c_view().shape, v.ndim());
 }
 
 }  // namespace
@@ -61,11 +59,9 @@ type_id default_type(weak_kind k) noexcept {
 }
 
 // NEP 50 over `args` (no op rule), starting from `strong` when given (a strong dtype).
-type_id promote_args(const char* op_name, const ops_arg* const* args, int n,
-                     std::optional<type_id> strong) {
+type_id promote_args(const char* op_name, arg_list args, std::optional<type_id> strong) {
   weak_kind weakest = weak_kind::none;
-  for (int i = 0; i < n; ++i) {
-    const ops_arg* a = args[i];
+  for (const ops_arg* a : args) {
     if (a->kind != weak_kind::none) {
       if (a->strong) {
         const type_id t = default_type(a->kind);
@@ -97,35 +93,36 @@ type_id promote_args(const char* op_name, const ops_arg* const* args, int n,
 
 }  // namespace
 
-type_id result_type(op_id op, const char* op_name, const ops_arg* const* args, int n) {
+type_id result_type(op_id op, const char* op_name, arg_list args) {
   type_id r;
-  if (op == op_id::axpy && n == 3 &&
+  if (op == op_id::axpy && args.size() == 3 &&
       !(args[0]->kind != weak_kind::none && args[1]->kind != weak_kind::none)) {
     // NumPy computes a * x first: its dtype, strong (an array), is then promoted with y's. (Two
     // Python scalars multiply into a Python scalar: the caller computes that product first.)
-    r = promote_args(op_name, args + 2, 1, promote_args(op_name, args, 2, std::nullopt));
+    r = promote_args(op_name, args.subspan(2),
+                     promote_args(op_name, arg_list(args.data(), 2), std::nullopt));
   } else {
-    r = promote_args(op_name, args, n, std::nullopt);
+    r = promote_args(op_name, args, std::nullopt);
   }
   if (op == op_id::divide && (r == T::bool_ || is_integer(r))) r = T::float64;
   if (op == op_id::sqrt && (r == T::bool_ || r == T::uint8)) r = T::float16;
   if (op == op_id::sqrt && is_integer(r)) r = T::float64;
-  if (!supports(op, r))
+  if (!supports(op, r)) {
+    const char* hint = r != T::bool_          ? ""
+                       : op == op_id::square ? " (NumPy gives int8, which ops has not; cast first)"
+                                             : " (NumPy refuses it too; cast to an integer dtype "
+                                               "first)";
     throw type_error(std::string(op_name) + ": not supported for dtype " +
-                     std::string(to_dtype(r).name()) +
-                     (r != T::bool_ ? ""
-                      : op == op_id::square ? " (NumPy gives int8, which ops has not; cast first)"
-                                            : " (NumPy refuses it too; cast to an integer dtype first)"));
+                     std::string(to_dtype(r).name()) + hint);
+  }
   return r;
 }
 
-int broadcast_shapes(const char* op_name, const ops_arg* const* arrays, int n,
-                     std::int64_t* shape) {
+int broadcast_shapes(const char* op_name, arg_list arrays, std::int64_t* shape) {
   int nd = 0;
-  for (int k = 0; k < n; ++k) nd = std::max(nd, arrays[k]->view.ndim());
+  for (const ops_arg* a : arrays) nd = std::max(nd, a->view.ndim());
   for (int d = 0; d < nd; ++d) shape[d] = 1;
-  for (int k = 0; k < n; ++k) {
-    const ops_arg* a = arrays[k];
+  for (const ops_arg* a : arrays) {
     const int off = nd - a->view.ndim();
     for (int i = 0; i < a->view.ndim(); ++i) {
       std::int64_t& s = shape[off + i];
@@ -136,21 +133,20 @@ int broadcast_shapes(const char* op_name, const ops_arg* const* arrays, int n,
         continue;
       }
       std::string msg = std::string(op_name) + ": operands could not be broadcast together:";
-      for (int j = 0; j < n; ++j)
-        msg += std::string(" '") + arrays[j]->name + "' " + shape_string(arrays[j]->view);
+      for (const ops_arg* b : arrays)
+        msg += std::string(" '") + b->name + "' " + shape_string(b->view);
       throw value_error(msg);
     }
   }
   return nd;
 }
 
-placement place(const char* op_name, const ops_arg* const* arrays, int n) {
+placement place(const char* op_name, arg_list arrays, stream_ref stream) {
   placement p;
   const ops_arg* device_arg = nullptr;  // first device/managed operand (names the device)
   const ops_arg* host_arg = nullptr;    // first pageable host operand
   bool any_device_only = false, any_cuda = false;
-  for (int i = 0; i < n; ++i) {
-    const ops_arg* a = arrays[i];
+  for (const ops_arg* a : arrays) {
     const memory_kind k = a->view.kind();
     if (k == memory_kind::host && !host_arg) host_arg = a;
     if (k == memory_kind::device) any_device_only = true;
@@ -168,9 +164,9 @@ placement place(const char* op_name, const ops_arg* const* arrays, int n) {
     }
   }
   if (any_device_only && host_arg) {
-    const ops_arg* dev = nullptr;
-    for (int i = 0; i < n; ++i)
-      if (arrays[i]->view.kind() == memory_kind::device) { dev = arrays[i]; break; }
+    const ops_arg* dev = *std::find_if(arrays.begin(), arrays.end(), [](const ops_arg* a) {
+      return a->view.kind() == memory_kind::device;
+    });
     throw value_error(std::string(op_name) + ": '" + dev->name +
                       "' is in device memory, which the CPU cannot read, and '" + host_arg->name +
                       "' in pageable host memory, which the GPU cannot read; copy one of them "
@@ -178,14 +174,12 @@ placement place(const char* op_name, const ops_arg* const* arrays, int n) {
   }
   p.device = device_arg ? device_arg->view.device().device_id : -1;
   p.gpu_reachable = any_cuda;
-  for (int i = 0; i < n; ++i) {
-    const ops_arg* a = arrays[i];
+  for (const ops_arg* a : arrays) {
     const memory_kind k = a->view.kind();
     // Pageable host memory is complete when its producer returns (copies into it synchronise).
     if (!a->ordered || k == memory_kind::host) continue;
-    const placement::array_stream s{
-        a->view.stream(),
-        is_gpu_resident(k) ? a->view.device().device_id : -1};
+    const placement::array_stream s{a->view.stream(),
+                                    is_gpu_resident(k) ? a->view.device().device_id : -1};
     bool seen = false;
     for (int j = 0; j < p.n_streams; ++j)
       seen |= p.streams[j].handle == s.handle && p.streams[j].device == s.device;
@@ -193,10 +187,10 @@ placement place(const char* op_name, const ops_arg* const* arrays, int n) {
   }
   p.on_gpu = any_device_only || (!host_arg && any_cuda && runtime::is_available());
   if (p.on_gpu && p.device >= 0) {
-    // The op runs on the current stream with its arguments' device current: a stream of another
-    // device cannot run it.
-    const ext::current_stream_state s = ext::current_stream();
-    const int stream_device = s.device >= 0 ? s.device : runtime::stream_device(s.handle, p.device);
+    // The op runs on `stream` with its arguments' device current: a stream of another device
+    // cannot run it.
+    const int stream_device =
+        stream.device >= 0 ? stream.device : runtime::stream_device(stream.handle, p.device);
     if (stream_device != p.device)
       throw value_error(std::string(op_name) + ": the arguments are on device " +
                         std::to_string(p.device) + ", but the current stream belongs to device " +
@@ -206,7 +200,7 @@ placement place(const char* op_name, const ops_arg* const* arrays, int n) {
                         std::to_string(stream_device) + ")");
   }
   if (any_device_only) p.out_kind = memory_kind::device;
-  else if (n > 0) p.out_kind = arrays[0]->view.kind();
+  else if (!arrays.empty()) p.out_kind = arrays[0]->view.kind();
   return p;
 }
 
@@ -238,7 +232,7 @@ void collapse(int& ndim, std::int64_t* shape, std::int64_t (*strides)[K]) {
 }  // namespace
 
 void build_layout(ew_call& call, const strided_view& out, const std::int64_t* shape, int nd,
-                  const ops_arg* const* inputs, const type_id* arg_types) {
+                  span<const ops_arg> inputs) {
   auto& L = call.layout;
   L.ndim = nd;
   call.size = 1;
@@ -252,16 +246,17 @@ void build_layout(ew_call& call, const strided_view& out, const std::int64_t* sh
   for (int i = 0; i < max_inputs; ++i) {
     for (int d = 0; d < nd; ++d) L.strides[1 + i][d] = 0;
     if (i >= call.n_inputs) continue;
-    const ops_arg& a = *inputs[i];
+    const ops_arg& a = inputs[std::size_t(i)];
     ew_operand& o = call.in[i];
+    const type_id loads_as = arg_type(call.op, i, call.compute);
     if (a.kind != weak_kind::none) {  // scalar: the caller filled o.scalar
       o.data = nullptr;
-      o.type = arg_types[i];
+      o.type = loads_as;
       continue;
     }
     o.data = static_cast<const char*>(a.view.data());
     o.type = to_type_id(a.view.dtype());
-    if (o.type != arg_types[i]) flat = false;
+    if (o.type != loads_as) flat = false;
     const auto item = static_cast<std::int64_t>(a.view.dtype().itemsize());
     const int off = nd - a.view.ndim();
     for (int d = 0; d < a.view.ndim(); ++d)
@@ -302,26 +297,25 @@ void order_arrays_after(const placement& where, stream_handle stream) {
 }
 
 // The CPU reads memory the GPU may still be writing (managed/pinned operands): it waits for the
-// current stream (foreign operands were ordered before it) and for each Array operand's stream.
-void cpu_waits(const placement& where) {
+// call's stream (foreign operands were ordered before it) and for each Array operand's stream.
+void cpu_waits(const placement& where, stream_handle stream) {
   if (!where.gpu_reachable || !runtime::is_available()) return;
-  const stream_handle current = ext::current_stream().handle;
-  runtime::stream_synchronize(current, where.device);
+  runtime::stream_synchronize(stream, where.device);
   for (int i = 0; i < where.n_streams; ++i)
-    if (where.streams[i].handle != current)
+    if (where.streams[i].handle != stream)
       runtime::stream_synchronize(where.streams[i].handle, where.streams[i].device);
 }
 
 }  // namespace
 
-void launch(ew_call& call, const placement& where) {
+void launch(ew_call& call, const placement& where, stream_ref stream) {
   const int op = static_cast<int>(call.op), t = static_cast<int>(call.compute);
   if (call.size == 0) return;
   if (where.on_gpu) {
 #if ARRAYPORT_HAS_CUDA
     const ew_fn fn = cuda::elementwise_table[std::size_t(op)][std::size_t(t)];
     runtime::device_guard guard(where.device);
-    call.stream = ext::current_stream().handle;
+    call.stream = stream.handle;
     wait_for_arrays(where, call.stream);
     fn(call);
     order_arrays_after(where, call.stream);
@@ -330,21 +324,23 @@ void launch(ew_call& call, const placement& where) {
     runtime::require_device("arrayport.ops on device memory");
 #endif
   }
-  cpu_waits(where);
+  cpu_waits(where, stream.handle);
   cpu::elementwise_table[std::size_t(op)][std::size_t(t)](call);
 }
 
-void launch_staged(const ew_call& call, const placement& where, std::int64_t chunk_bytes) {
+void launch_staged(const ew_call& call, const placement& where, std::int64_t chunk_bytes,
+                   stream_ref on) {
   constexpr int slots = 3;
   runtime::device_guard guard(where.device);
-  const stream_handle stream = ext::current_stream().handle;
+  const stream_handle stream = on.handle;
   // Chunks of whole 4096-element blocks (the kernels' vector loads stay aligned), sized by the
   // widest input; an input's stride is its itemsize.
   std::int64_t item[max_inputs] = {}, widest = 1;
   for (int i = 0; i < call.n_inputs; ++i)
     if (call.in[i].data) widest = std::max(widest, item[i] = call.layout.strides[1 + i][0]);
   const std::int64_t block = 4096;
-  const std::int64_t chunk = std::min(call.size, std::max(block, chunk_bytes / widest / block * block));
+  const std::int64_t chunk =
+      std::min(call.size, std::max(block, chunk_bytes / widest / block * block));
   buffer slot[max_inputs];
   for (int i = 0; i < call.n_inputs; ++i)
     if (call.in[i].data)
@@ -369,7 +365,7 @@ void launch_staged(const ew_call& call, const placement& where, std::int64_t chu
       });
       part.in[i].data = dst;
     }
-    launch(part, where);
+    launch(part, where, on);
     ready->record(stream);
   }
   runtime::stream_synchronize(stream, where.device);
@@ -432,19 +428,20 @@ std::vector<std::int64_t> build_reduce(reduce_call& call, const strided_view& vi
 }
 
 std::vector<std::int64_t> build_reduce(reduce_call& call, const strided_view& x,
-                                       const strided_view& y, const std::vector<std::int64_t>& shape,
+                                       const strided_view& y,
+                                       const std::vector<std::int64_t>& shape,
                                        const std::vector<int>& axes, bool keepdims) {
   const strided_view* views[] = {&x, &y};
   return reduce_layout(call, views, 2, shape, axes, keepdims);
 }
 
-void launch(reduce_call& call, const placement& where) {
+void launch(reduce_call& call, const placement& where, stream_ref stream) {
   const int op = static_cast<int>(call.op), t = static_cast<int>(call.in_type);
   if (call.n_out == 0) return;
   if (where.on_gpu) {
 #if ARRAYPORT_HAS_CUDA
     runtime::device_guard guard(where.device);
-    call.stream = ext::current_stream().handle;
+    call.stream = stream.handle;
     wait_for_arrays(where, call.stream);
     cuda::reduce_table[std::size_t(op)][std::size_t(t)](call);
     order_arrays_after(where, call.stream);
@@ -453,7 +450,7 @@ void launch(reduce_call& call, const placement& where) {
     runtime::require_device("arrayport.ops on device memory");
 #endif
   }
-  cpu_waits(where);
+  cpu_waits(where, stream.handle);
   cpu::reduce_table[std::size_t(op)][std::size_t(t)](call);
 }
 

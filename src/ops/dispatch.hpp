@@ -1,18 +1,17 @@
 // Dispatch for arrayport.ops: NumPy's result-type rules (NEP 50 for Python scalars), broadcasting
 // and dimension collapsing, where a call runs (CPU or the GPU, from the operands' memory kinds),
-// and the launch through the kernel tables. Python-free: python.cpp reads the arguments.
+// and the launch through the kernel tables. Python-free: the bindings (bind/) read the arguments
+// and pass the stream.
 #pragma once
 
-#include "elementwise.hpp"
-#include "reduce.hpp"
-#include "types.hpp"
+#include "ops/elementwise.hpp"
+#include "ops/reduce.hpp"
+#include "ops/span.hpp"
+#include "ops/types.hpp"
 
 #include <arrayport/view.hpp>
 
 #include <cstdint>
-#include <initializer_list>
-#include <optional>
-#include <string>
 #include <vector>
 
 namespace arrayport::ops {
@@ -35,6 +34,16 @@ struct ops_arg {
   const char* name = "x";    ///< the argument's name in error messages
 };
 
+/// A list of operands (pointers into the caller's arguments).
+using arg_list = span<const ops_arg* const>;
+
+/// The stream a call runs on and its device (-1: whichever device is current). The caller
+/// passes it, as CUB's algorithms take theirs: the kernel library keeps no state of its own.
+struct stream_ref {
+  stream_handle handle = nullptr;  ///< nullptr: the legacy default stream
+  int device = -1;
+};
+
 /// NumPy's promotion of two array dtypes (bfloat16 added: with float16 it gives float32, with
 /// an integer wider than 8 bits float64, otherwise it acts as float16 does).
 type_id promote(type_id a, type_id b) noexcept;
@@ -43,11 +52,7 @@ type_id promote(type_id a, type_id b) noexcept;
 /// following NEP 50, then the op's own rule (true division and sqrt of integers give floats).
 /// axpy's is that of a * x + y in NumPy: the product's dtype, then the sum's.
 /// Throws type_error naming the op and dtype when the op does not support it.
-type_id result_type(op_id op, const char* op_name, const ops_arg* const* args, int n);
-inline type_id result_type(op_id op, const char* op_name,
-                           std::initializer_list<const ops_arg*> args) {
-  return result_type(op, op_name, args.begin(), static_cast<int>(args.size()));
-}
+type_id result_type(op_id op, const char* op_name, arg_list args);
 
 /// Where a call runs and what it allocates.
 struct placement {
@@ -55,12 +60,12 @@ struct placement {
   memory_kind out_kind = memory_kind::host;
   int device = -1;  ///< CUDA device of device/managed memory, -1 otherwise
   /// Some operand is memory the GPU can write (pinned or managed, as its producer reports it): a
-  /// CPU call waits for the current stream first. Operands reported as pageable host memory
-  /// (NumPy arrays) skip the wait, as NumPy itself would: a NumPy array over pages the GPU writes
+  /// CPU call waits for the stream first. Operands reported as pageable host memory (NumPy
+  /// arrays) skip the wait, as NumPy itself would: a NumPy array over pages the GPU writes
   /// (cuda.register, np.asarray of a pinned Array) is the caller's to synchronize first.
   bool gpu_reachable = false;
   /// The streams of the Array operands (ops_arg::ordered) in memory the GPU reaches, other than
-  /// the current one: a GPU call's stream waits for each (an event) and each waits for it after
+  /// the call's: a GPU call's stream waits for each (an event) and each waits for it after
   /// (later readers of an input or out=, and stream-ordered frees); a CPU call waits for them.
   struct array_stream {
     stream_handle handle;
@@ -72,30 +77,27 @@ struct placement {
 
 /// Chooses the placement from the array operands' memory kinds (`out` included): device memory
 /// runs on its GPU, pageable host memory on the CPU, pinned/managed on the GPU when there is one.
-/// Mixing devices, or device-only with host-only memory, is a value_error naming the arguments.
-placement place(const char* op_name, const ops_arg* const* arrays, int n);
-inline placement place(const char* op_name, std::initializer_list<const ops_arg*> arrays) {
-  return place(op_name, arrays.begin(), static_cast<int>(arrays.size()));
-}
+/// Mixing devices, or device-only with host-only memory, is a value_error naming the arguments;
+/// so is a GPU call whose `stream` belongs to another device.
+placement place(const char* op_name, arg_list arrays, stream_ref stream);
 
 /// Broadcast shape of the arrays' shapes (scalars are 0-d) into `shape` (room for
 /// ARRAYPORT_MAX_NDIM extents); returns its rank. value_error naming the arguments.
-int broadcast_shapes(const char* op_name, const ops_arg* const* arrays, int n, std::int64_t* shape);
-inline std::vector<std::int64_t> broadcast_shapes(const char* op_name,
-                                                  std::initializer_list<const ops_arg*> arrays) {
+int broadcast_shapes(const char* op_name, arg_list arrays, std::int64_t* shape);
+inline std::vector<std::int64_t> broadcast_shapes(const char* op_name, arg_list arrays) {
   std::int64_t shape[ARRAYPORT_MAX_NDIM];
-  const int nd = broadcast_shapes(op_name, arrays.begin(), static_cast<int>(arrays.size()), shape);
+  const int nd = broadcast_shapes(op_name, arrays, shape);
   return std::vector<std::int64_t>(shape, shape + nd);
 }
 
 /// Fills the layout of `call` (output + inputs broadcast to `shape`, collapsed) and `flat`.
-/// `out` is the output view (already checked to have `shape`, of rank `nd`), `arg_types[i]` the dtype input i
-/// loads as.
+/// `out` is the output view (already checked to have `shape`, of rank `nd`); `inputs` are the
+/// call's n_inputs operands, each loaded as arg_type(call.op, i, call.compute).
 void build_layout(ew_call& call, const strided_view& out, const std::int64_t* shape, int nd,
-                  const ops_arg* const* inputs, const type_id* arg_types);
+                  span<const ops_arg> inputs);
 
-/// Runs (CPU) or enqueues (GPU, on the current stream) an element-wise call. GIL not needed.
-void launch(ew_call& call, const placement& where);
+/// Runs (CPU) or enqueues (GPU, on `stream`) an element-wise call. GIL not needed.
+void launch(ew_call& call, const placement& where, stream_ref stream);
 
 /// device=N with array inputs in pageable host memory, which the GPU cannot read: `call` (one
 /// flat dimension in which every array input is contiguous, `call.out` in memory the GPU writes)
@@ -103,7 +105,8 @@ void launch(ew_call& call, const placement& where);
 /// copied by the CPU threads into one of three pinned slots while the GPU computes the chunks
 /// before it (an event per slot says when it may be refilled). Returns once the GPU is done. GIL
 /// not needed.
-void launch_staged(const ew_call& call, const placement& where, std::int64_t chunk_bytes);
+void launch_staged(const ew_call& call, const placement& where, std::int64_t chunk_bytes,
+                   stream_ref stream);
 
 /// Fills `call`'s layout for reducing `view` over `axes` (sorted, unique); returns the shape of
 /// the output (with 1s for reduced axes when keepdims).
@@ -113,9 +116,11 @@ std::vector<std::int64_t> build_reduce(reduce_call& call, const strided_view& vi
 /// The same for dot: x and y broadcast to `shape` (broadcast_shapes of the two), reduced over
 /// `axes` of it.
 std::vector<std::int64_t> build_reduce(reduce_call& call, const strided_view& x,
-                                       const strided_view& y, const std::vector<std::int64_t>& shape,
+                                       const strided_view& y,
+                                       const std::vector<std::int64_t>& shape,
                                        const std::vector<int>& axes, bool keepdims);
 
-void launch(reduce_call& call, const placement& where);
+/// Runs (CPU) or enqueues (GPU, on `stream`) a reduction. GIL not needed.
+void launch(reduce_call& call, const placement& where, stream_ref stream);
 
 }  // namespace arrayport::ops

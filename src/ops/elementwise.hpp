@@ -7,8 +7,8 @@
 // dtype) only: an input of another dtype is converted in its load, never by a kernel per pair.
 #pragma once
 
-#include "functors.hpp"
-#include "types.hpp"
+#include "ops/functors.hpp"
+#include "ops/types.hpp"
 
 #include <arrayport/c/view.h>
 #include <arrayport/memory_kind.hpp>

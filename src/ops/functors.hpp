@@ -2,7 +2,7 @@
 // one is instantiated for. Shared by the CPU and CUDA kernels, so both compute the same thing.
 #pragma once
 
-#include "types.hpp"
+#include "ops/types.hpp"
 
 #include <math.h>  // sqrtf/hypotf/fabsf: callable from host and device code alike
 
@@ -135,7 +135,9 @@ struct negative_fn {
   }
 };
 struct square_fn {
-  template <class C> ARRAYPORT_HOST_DEVICE C operator()(C a) const { return detail::wrap_mul(a, a); }
+  template <class C> ARRAYPORT_HOST_DEVICE C operator()(C a) const {
+    return detail::wrap_mul(a, a);
+  }
 };
 struct sqrt_fn {
   template <class C> ARRAYPORT_HOST_DEVICE C operator()(C a) const {
@@ -162,7 +164,9 @@ struct copy_fn {
   template <class C> ARRAYPORT_HOST_DEVICE C operator()(C a) const { return a; }
 };
 struct where_fn {  // the condition arrives as bool (a converting load for any other dtype)
-  template <class C> ARRAYPORT_HOST_DEVICE C operator()(bool c, C x, C y) const { return c ? x : y; }
+  template <class C> ARRAYPORT_HOST_DEVICE C operator()(bool c, C x, C y) const {
+    return c ? x : y;
+  }
 };
 /// a * x + y for storage type S: the product is rounded to S before the add (16-bit floats
 /// compute in float), as NumPy's two operations round it.
@@ -237,10 +241,21 @@ auto make_functor(const op_params& p) {
 template <op_id Op, int I, class S>
 using arg_storage_t = std::conditional_t<Op == op_id::where && I == 0, bool, S>;
 
+/// arg_storage_t as a dtype id, for the dispatcher.
+constexpr type_id arg_type(op_id op, int i, type_id compute) noexcept {
+  return op == op_id::where && i == 0 ? type_id::bool_ : compute;
+}
+
 /// The storage type the op stores: abs of complex is real, everything else S.
 template <op_id Op, class S>
 using result_storage_t = std::conditional_t<
     Op == op_id::abs && is_complex_v<S>,
     std::conditional_t<std::is_same_v<S, complex<float>>, float, double>, S>;
+
+/// result_storage_t as a dtype id: the dtype of the result of op computed in `compute`.
+constexpr type_id result_storage_type(op_id op, type_id compute) noexcept {
+  if (op != op_id::abs || !is_complex(compute)) return compute;
+  return compute == type_id::complex64 ? type_id::float32 : type_id::float64;
+}
 
 }  // namespace arrayport::ops

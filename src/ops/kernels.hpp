@@ -1,8 +1,8 @@
 // The kernel tables the dispatcher picks from: one entry per (op, result dtype), CPU and CUDA.
 #pragma once
 
-#include "elementwise.hpp"
-#include "reduce.hpp"
+#include "ops/elementwise.hpp"
+#include "ops/reduce.hpp"
 
 #include <array>
 #include <cstddef>

@@ -5,8 +5,8 @@
 // and reduced ones, collapses both groups, and hands the kernel byte strides for each.
 #pragma once
 
-#include "functors.hpp"
-#include "types.hpp"
+#include "ops/functors.hpp"
+#include "ops/types.hpp"
 
 #include <arrayport/c/view.h>
 #include <arrayport/memory_kind.hpp>

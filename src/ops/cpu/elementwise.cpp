@@ -1,7 +1,7 @@
 // CPU element-wise kernels: a flat loop the compiler vectorises when every operand is contiguous,
 // and a strided N-d walk otherwise; both chunked over the thread pool.
-#include "../kernels.hpp"
-#include "parallel.hpp"
+#include "ops/kernels.hpp"
+#include "ops/cpu/parallel.hpp"
 
 #include <algorithm>
 #include <array>
@@ -10,7 +10,8 @@
 namespace arrayport::ops::cpu {
 namespace {
 
-// Below this many elements a call stays on the calling thread (waking workers costs ~10 us).
+// Below this many elements a call stays on the calling thread: waking the workers costs more
+// (docs/benchmarks.md, "Tuning constants of arrayport.ops").
 constexpr std::int64_t parallel_grain = std::int64_t(1) << 16;
 
 template <class A>
@@ -88,10 +89,11 @@ void strided_chunk(const ew_call& c, const F& f, std::int64_t begin, std::int64_
     if constexpr (Typed) {
       const auto at = [&](std::int64_t j) {
         return convert<O>(
-            f(load_direct(reinterpret_cast<const arg_storage_t<Op, int(I), S>*>(p[I] + j * si[I]))...));
+            f(load_direct(reinterpret_cast<const arg_storage_t<Op, int(I), S>*>(p[I] +
+                                                                                j * si[I]))...));
       };
       if (so == std::int64_t(sizeof(O))) {  // a contiguous output run (a fresh result): indexed
-        O* out = reinterpret_cast<O*>(o);  // not restrict: out= may be an input, element for element
+        O* out = reinterpret_cast<O*>(o);  // not restrict: out= may be an input, elementwise
         std::int64_t j = 0;
         for (; j + 4 <= run; j += 4) {  // unrolled: the strided loads do not vectorise
           const O r0 = at(j), r1 = at(j + 1), r2 = at(j + 2), r3 = at(j + 3);

@@ -1,5 +1,5 @@
 // The CPU kernels' thread pool: workers started on first use, one job at a time, the caller helps.
-#include "parallel.hpp"
+#include "ops/cpu/parallel.hpp"
 
 #include <pthread.h>
 

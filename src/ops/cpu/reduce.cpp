@@ -1,8 +1,8 @@
 // CPU reductions: pairwise accumulation (blocks of 128 in 8 independent lanes, halves combined
 // recursively, as NumPy does), over outputs in parallel or, for few outputs, over chunks of each.
-#include "../elementwise.hpp"
-#include "../kernels.hpp"
-#include "parallel.hpp"
+#include "ops/elementwise.hpp"
+#include "ops/kernels.hpp"
+#include "ops/cpu/parallel.hpp"
 
 #include <algorithm>
 #include <array>
@@ -34,7 +34,8 @@ Acc pairwise(const G& get, std::int64_t lo, std::int64_t n, const R& r) {
     std::int64_t i = 0;
     for (; i + 8 <= n; i += 8)
       for (int k = 0; k < 8; ++k) lane[k] = r(lane[k], get(lo + i + k));
-    Acc acc = r(r(r(lane[0], lane[1]), r(lane[2], lane[3])), r(r(lane[4], lane[5]), r(lane[6], lane[7])));
+    Acc acc = r(r(r(lane[0], lane[1]), r(lane[2], lane[3])),
+                r(r(lane[4], lane[5]), r(lane[6], lane[7])));
     for (; i < n; ++i) acc = r(acc, get(lo + i));
     return acc;
   }
@@ -126,9 +127,8 @@ T extreme_contiguous(const T* p, std::int64_t n) {
 }
 
 // The sum of n contiguous floats or doubles by pairwise(), operation for operation (so the same
-// bits), with its eight lanes in vectors of `Bytes`: pairwise() with a getter compiles to code
-// that runs at about half NumPy's speed. (Accumulating two sibling blocks in one loop hides the
-// adder's latency in cache, but halves the rate from DRAM: not done.)
+// bits), with its eight lanes in vectors of `Bytes`: pairwise() with a getter does not vectorise
+// (docs/benchmarks.md, "Tuning constants of arrayport.ops").
 template <class T, int Bytes>
 struct lanes8 {
   using V = typename vec<T, Bytes>::type;
@@ -281,7 +281,9 @@ void run(const reduce_call& c) {
                              lo, n, r);
       }
       return pairwise<Acc>(
-          [&](std::int64_t i) { return product(p0 + red_offset(c, 0, i), p1 + red_offset(c, 1, i)); },
+          [&](std::int64_t i) {
+            return product(p0 + red_offset(c, 0, i), p1 + red_offset(c, 1, i));
+          },
           lo, n, r);
     } else if (c.red_ndim <= 1) {
       const std::int64_t s = c.red_ndim == 1 ? c.red_strides[0][0] : 0;
@@ -325,7 +327,8 @@ void run(const reduce_call& c) {
     return pairwise<Acc>([&](std::int64_t k) { return chunk_of(o, k); }, 0, chunks, r);
   };
   if (chunks <= 1 || c.n_out >= thread_count()) {
-    const std::int64_t grain = std::max<std::int64_t>(1, chunk / 2 / std::max<std::int64_t>(c.len, 1));
+    const std::int64_t grain =
+        std::max<std::int64_t>(1, chunk / 2 / std::max<std::int64_t>(c.len, 1));
     parallel_for(c.n_out, grain, [&](std::int64_t b, std::int64_t e) {
       for (std::int64_t o = b; o < e; ++o) out[o] = finish<Op, Out>(whole(o), c.len);
     });

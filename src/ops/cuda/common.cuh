@@ -1,8 +1,8 @@
 // Shared pieces of the CUDA kernels of arrayport.ops: the by-value launch parameters and loads.
 #pragma once
 
-#include "../elementwise.hpp"
-#include "../reduce.hpp"
+#include "ops/elementwise.hpp"
+#include "ops/reduce.hpp"
 
 #include <arrayport/error.hpp>
 #include <arrayport/runtime.hpp>

@@ -2,9 +2,9 @@
 // error check) -> kernels. The flat kernel moves 16 bytes per operand per thread and iteration
 // (vector loads), which is what a copy needs to approach HBM bandwidth; the strided kernel walks
 // any collapsed layout with converting loads. Enqueued on the call's stream, never synchronised.
-#include "common.cuh"
+#include "ops/cuda/common.cuh"
 
-#include "../kernels.hpp"
+#include "ops/kernels.hpp"
 
 #include <array>
 #include <cstring>
@@ -47,7 +47,8 @@ __device__ inline compute_t<A> scalar_of(const gpu_operand& o) {
 }
 
 template <op_id Op, int I, class S, int N>
-__device__ inline compute_t<arg_storage_t<Op, I, S>> flat_get(const gpu_args<N>& a, std::int64_t i) {
+__device__ inline compute_t<arg_storage_t<Op, I, S>> flat_get(const gpu_args<N>& a,
+                                                              std::int64_t i) {
   using A = arg_storage_t<Op, I, S>;
   const gpu_operand& o = a.in[I];
   if (o.data) return load_direct(reinterpret_cast<const A*>(o.data) + i);

@@ -1,9 +1,9 @@
 // CUDA reductions: public entry (the table) -> dispatch (CUB for a full reduction of contiguous
 // data, else a segmented block reduction in one or two passes) -> kernels. Threads accumulate
 // strided slices and blocks combine them as a tree (cub::BlockReduce), as cub::DeviceReduce does.
-#include "common.cuh"
+#include "ops/cuda/common.cuh"
 
-#include "../kernels.hpp"
+#include "ops/kernels.hpp"
 
 #include <cub/block/block_reduce.cuh>
 #include <cub/device/device_reduce.cuh>
@@ -43,7 +43,8 @@ __device__ inline Acc reduce_load(const gpu_reduce_args& a, std::int64_t o, std:
   if constexpr (Op == reduce_op::dot) {
     const char* p1 = a.in[1] + offset_of(o, a.out_ndim, a.out_shape, a.out_strides[1]) +
                      offset_of(i, a.red_ndim, a.red_shape, a.red_strides[1]);
-    return convert<Acc>(multiply_fn{}(load_any<In>(p0, a.in_types[0]), load_any<In>(p1, a.in_types[1])));
+    return convert<Acc>(
+        multiply_fn{}(load_any<In>(p0, a.in_types[0]), load_any<In>(p1, a.in_types[1])));
   } else {
     return convert<Acc>(load_any<In>(p0, a.in_types[0]));
   }
@@ -83,7 +84,8 @@ __global__ void combine_kernel(const Acc* partials, std::int64_t n_out, std::int
   const R r{};
   for (std::int64_t o = blockIdx.x; o < n_out; o += gridDim.x) {
     Acc acc = R::identity();
-    for (std::int64_t k = threadIdx.x; k < chunks; k += blockDim.x) acc = r(acc, partials[o * chunks + k]);
+    for (std::int64_t k = threadIdx.x; k < chunks; k += blockDim.x)
+      acc = r(acc, partials[o * chunks + k]);
     acc = block_reduce(temp).Reduce(acc, r);
     if (threadIdx.x == 0) out[o] = finish<Op, Out>(acc, len);
     __syncthreads();
@@ -133,8 +135,8 @@ void run(const reduce_call& c) {
       // A full reduction of contiguous data: cub::DeviceReduce is the tool.
       std::size_t temp_bytes = 0;
       ARRAYPORT_CUDA_CHECK(cub::DeviceReduce::TransformReduce(
-          nullptr, temp_bytes, reinterpret_cast<const cub_load_t<In>*>(c.in[0]), static_cast<Acc*>(nullptr),
-          c.len, R{}, to_acc<In, Acc>{}, R::identity(), stream));
+          nullptr, temp_bytes, reinterpret_cast<const cub_load_t<In>*>(c.in[0]),
+          static_cast<Acc*>(nullptr), c.len, R{}, to_acc<In, Acc>{}, R::identity(), stream));
       const std::size_t acc_offset = (temp_bytes + 255) / 256 * 256;
       scratch temp(acc_offset + sizeof(Acc), c.stream);
       Acc* acc = reinterpret_cast<Acc*>(static_cast<char*>(temp.p) + acc_offset);
@@ -176,10 +178,12 @@ void run(const reduce_call& c) {
   const unsigned blocks = static_cast<unsigned>(
       c.n_out * chunks < (1 << 20) ? c.n_out * chunks : (1 << 20));
   if (chunks == 1) {
-    segment_kernel<Op, In, Acc, Out, true><<<blocks, block_threads, 0, stream>>>(a, 1, chunk_len, c.out);
+    segment_kernel<Op, In, Acc, Out, true>
+        <<<blocks, block_threads, 0, stream>>>(a, 1, chunk_len, c.out);
   } else {
     scratch partials(static_cast<std::size_t>(c.n_out * chunks) * sizeof(Acc), c.stream);
-    segment_kernel<Op, In, Acc, Out, false><<<blocks, block_threads, 0, stream>>>(a, chunks, chunk_len, partials.p);
+    segment_kernel<Op, In, Acc, Out, false>
+        <<<blocks, block_threads, 0, stream>>>(a, chunks, chunk_len, partials.p);
     runtime::check_launch("arrayport.ops reduction kernel launch");
     const unsigned out_blocks = static_cast<unsigned>(c.n_out < (1 << 20) ? c.n_out : (1 << 20));
     combine_kernel<Op, Acc, Out><<<out_blocks, block_threads, 0, stream>>>(

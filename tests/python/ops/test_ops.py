@@ -955,6 +955,34 @@ def test_device_without_a_gpu_is_a_no_device_error_naming_the_op():
         ap.cuda.register(np.ones(3))
 
 
+def test_device_calls_go_to_the_staging_the_package_registered():
+    """_core never imports arrayport._pipeline: arrayport.ops registers its run() at import, and
+    every device= call C++ does not stage itself reaches the registered function with its
+    operands, out and parameters."""
+    from arrayport import _core, _pipeline
+
+    x, y = np.ones(3), np.arange(3.0)
+    calls = []
+    _core._set_pipeline(lambda *args: calls.append(args) or "staged")
+    try:
+        assert ops.sum(x, axis=0, device=99) == "staged"
+        assert ops.divide(x, y, zero_value=2.0, device=99) == "staged"
+        assert ops.add(x, 1.0, out=y, device=99) == "staged"
+    finally:
+        _core._set_pipeline(_pipeline.run)
+    assert [(c[0], c[3], c[4]) for c in calls] == [
+        ("sum", 99, {"axis": 0, "keepdims": False}),
+        ("divide", 99, {"zero_value": 2.0}),
+        ("add", 99, {}),
+    ]
+    assert calls[0][1][0] is x and calls[1][1][0] is x and calls[1][1][1] is y
+    assert calls[2][2] is y
+    with pytest.raises(TypeError, match="^_set_pipeline: run: expected a callable, got int$"):
+        _core._set_pipeline(42)
+    with pytest.raises(ap.NoDeviceError if not HAS_GPU else ValueError, match="^sum: device=99: "):
+        ops.sum(x, device=99)   # the package's staging is back
+
+
 def test_device_must_be_an_int_or_a_device():
     with pytest.raises(TypeError, match="add: device: expected an int or an arrayport.cuda.Device, got str"):
         ops.add(np.ones(3), 1.0, device="cuda")

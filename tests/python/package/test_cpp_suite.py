@@ -14,7 +14,8 @@ import pytest
 import arrayport
 from conftest import REPO, cmake_build
 
-EXECUTABLES = ["arrayport_tests", "arrayport_tests_cpu_only", "arrayport_tests_cuda", "arrayport_bridge_tests"]
+EXECUTABLES = ["arrayport_tests", "arrayport_tests_cpu_only", "arrayport_tests_cuda",
+               "arrayport_bridge_tests", "arrayport_ops_tests"]
 RESULTS: dict[str, str] = {}
 
 

@@ -5,7 +5,8 @@
 
 namespace arrayport::ext {
 
-/// Creates the submodule `ops` of `m` with the element-wise ops and reductions.
+/// Creates the submodule `ops` of `m` with the element-wise ops and reductions, and `m`'s
+/// _set_pipeline hook (see bind/device.hpp).
 void register_ops(nanobind::module_& m);
 
 }  // namespace arrayport::ext

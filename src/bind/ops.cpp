@@ -1,0 +1,157 @@
+// arrayport._core.ops: the Python entry points of the kernel library, one named function per op
+// (or family of ops), registered from the tables below.
+#include "bind/ops.hpp"
+
+#include "bind/device.hpp"
+#include "bind/elementwise.hpp"
+#include "bind/reduce.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace arrayport::ext {
+namespace {
+
+using ops::op_id;
+using ops::reduce_op;
+
+// One op of a family: its Python name, the kernel it runs and its docstring.
+template <class Op>
+struct entry {
+  const char* name;
+  Op op;
+  const char* doc;
+};
+
+constexpr entry<op_id> binary_ops[] = {
+    {"add", op_id::add, "x1 + x2, element-wise, with NumPy broadcasting."},
+    {"subtract", op_id::subtract, "x1 - x2, element-wise."},
+    {"multiply", op_id::multiply, "x1 * x2, element-wise."},
+    {"maximum", op_id::maximum, "Element-wise maximum; NaN propagates."},
+    {"minimum", op_id::minimum, "Element-wise minimum; NaN propagates."},
+};
+constexpr entry<op_id> unary_ops[] = {
+    {"negative", op_id::negative, "-x, element-wise."},
+    {"square", op_id::square, "x * x, element-wise."},
+    {"sqrt", op_id::sqrt, "Square root, element-wise (integers give floats)."},
+    {"abs", op_id::abs, "Absolute value (complex: the modulus, a real dtype)."},
+    {"copy", op_id::copy, "A copy of x (contiguous), or x written into out."},
+};
+constexpr entry<reduce_op> reductions[] = {
+    {"sum", reduce_op::sum, "Sum over axis (None: all), pairwise/tree accumulated."},
+    {"mean", reduce_op::mean, "Mean over axis (None: all); integers give float64."},
+    {"min", reduce_op::min, "Minimum over axis; NaN propagates; empty is an error."},
+    {"max", reduce_op::max, "Maximum over axis; NaN propagates; empty is an error."},
+};
+
+// An element-wise call, with device= or without.
+nb::object run(const ew_request& r, nb::handle device) {
+  if (device.is_none()) return elementwise(r);
+  return elementwise_on_device(r, device, nb::dict());
+}
+
+void register_binary(nb::module_& m, const entry<op_id>& e) {
+  m.def(e.name,
+        [op = e.op, name = e.name](nb::handle x1, nb::handle x2, nb::handle out,
+                                   nb::handle device) {
+          const operand in[] = {{x1, "x1"}, {x2, "x2"}};
+          return run({op, name, in, out}, device);
+        },
+        "x1"_a.none(), "x2"_a.none(), nb::kw_only(), "out"_a = nb::none(),
+        "device"_a = nb::none(), e.doc);
+}
+
+void register_unary(nb::module_& m, const entry<op_id>& e) {
+  m.def(e.name,
+        [op = e.op, name = e.name](nb::handle x, nb::handle out, nb::handle device) {
+          const operand in[] = {{x, "x"}};
+          return run({op, name, in, out}, device);
+        },
+        "x"_a.none(), nb::kw_only(), "out"_a = nb::none(), "device"_a = nb::none(), e.doc);
+}
+
+nb::object divide(nb::handle x1, nb::handle x2, nb::handle out, nb::handle zero_value,
+                  nb::handle device) {
+  const operand in[] = {{x1, "x1"}, {x2, "x2"}};
+  const ew_request r{op_id::divide, "divide", in, out, zero_value};
+  if (device.is_none()) return elementwise(r);
+  nb::dict params;
+  params["zero_value"] = zero_value;
+  return elementwise_on_device(r, device, params);
+}
+
+nb::object astype(nb::handle x, nb::handle dt, nb::handle out, nb::handle device) {
+  const operand in[] = {{x, "x"}};
+  if (!device.is_none()) {
+    nb::dict params;
+    params["dtype"] = dt;
+    return elementwise_on_device({op_id::copy, "astype", in, out}, device, params, dt);
+  }
+  const dtype target = parse_astype_dtype(dt);
+  return elementwise({op_id::copy, "astype", in, out, nb::none(), &target});
+}
+
+nb::object where(nb::handle condition, nb::handle x, nb::handle y, nb::handle out,
+                 nb::handle device) {
+  const operand in[] = {{condition, "condition"}, {x, "x"}, {y, "y"}};
+  return run({op_id::where, "where", in, out}, device);
+}
+
+nb::object axpy(nb::handle a, nb::handle x, nb::handle y, nb::handle out, nb::handle device) {
+  const operand in[] = {{a, "a"}, {x, "x"}, {y, "y"}};
+  return run({op_id::axpy, "axpy", in, out}, device);
+}
+
+void register_reduction(nb::module_& m, const entry<reduce_op>& e) {
+  m.def(e.name,
+        [op = e.op, name = e.name](nb::handle x, nb::handle axis, nb::handle keepdims,
+                                   nb::handle out, nb::handle device) {
+          if (device.is_none()) return reduce(op, x, axis, keepdims, out);
+          nb::dict params;
+          params["axis"] = axis;
+          params["keepdims"] = keepdims;
+          return run_pipeline(name, nb::make_tuple(x), out, device, params);
+        },
+        "x"_a.none(), "axis"_a.none() = nb::none(), "keepdims"_a.none() = nb::bool_(false),
+        nb::kw_only(), "out"_a = nb::none(), "device"_a = nb::none(), e.doc);
+}
+
+nb::object dot_on(nb::handle x, nb::handle y, nb::handle axis, nb::handle keepdims,
+                  nb::handle out, nb::handle device) {
+  if (device.is_none()) return dot(x, y, axis, keepdims, out);
+  nb::dict params;
+  params["axis"] = axis;
+  params["keepdims"] = keepdims;
+  return run_pipeline("dot", nb::make_tuple(x, y), out, device, params);
+}
+
+}  // namespace
+
+void register_ops(nb::module_& parent) {
+  nb::module_ m = parent.def_submodule("ops", "Element-wise operations and reductions.");
+  for (const auto& e : binary_ops) register_binary(m, e);
+  m.def("divide", &divide, "x1"_a.none(), "x2"_a.none(), nb::kw_only(), "out"_a = nb::none(),
+        "zero_value"_a = nb::none(), "device"_a = nb::none(),
+        "x1 / x2 (true division); where x2 == 0 gives zero_value when one is given.");
+  for (const auto& e : unary_ops) register_unary(m, e);
+  m.def("astype", &astype, "x"_a.none(), "dtype"_a.none(), nb::kw_only(), "out"_a = nb::none(),
+        "device"_a = nb::none(),
+        "x converted to dtype (NumPy's unsafe casting: wraps, truncates, drops imaginary parts).");
+  m.def("where", &where, "condition"_a.none(), "x"_a.none(), "y"_a.none(), nb::kw_only(),
+        "out"_a = nb::none(), "device"_a = nb::none(),
+        "x where condition is true, else y (condition converted to bool).");
+  m.def("axpy", &axpy, "a"_a.none(), "x"_a.none(), "y"_a.none(), nb::kw_only(),
+        "out"_a = nb::none(), "device"_a = nb::none(),
+        "a * x + y in one pass (rounded after the multiply and after the add, as NumPy would).");
+  for (const auto& e : reductions) register_reduction(m, e);
+  m.def("dot", &dot_on, "x"_a.none(), "y"_a.none(), "axis"_a.none() = nb::none(),
+        "keepdims"_a.none() = nb::bool_(false), nb::kw_only(), "out"_a = nb::none(),
+        "device"_a = nb::none(),
+        "sum(x * y) over axis (None: all), x and y broadcast together; no conjugation. For 1-d "
+        "arrays the inner product; not NumPy's matrix product for 2-d ones.");
+  // The package registers its staging of device= calls here (see bind/device.hpp).
+  parent.def("_set_pipeline", &set_pipeline, "run"_a,
+             "Registers arrayport._pipeline.run, the staging of device= calls (internal).");
+}
+
+}  // namespace arrayport::ext

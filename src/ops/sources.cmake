@@ -1,0 +1,10 @@
+# The sources of the kernel library (paths from src/), listed once: _core (src/sources.cmake and
+# src/CMakeLists.txt) and the C++ tests (tests/cpp) compile them.
+set(ARRAYPORT_OPS_SOURCES
+  ops/dispatch.cpp
+  ops/cpu/elementwise.cpp
+  ops/cpu/reduce.cpp
+  ops/cpu/parallel.cpp)
+set(ARRAYPORT_OPS_CUDA_SOURCES
+  ops/cuda/elementwise.cu
+  ops/cuda/reduce.cu)
