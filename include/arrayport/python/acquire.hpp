@@ -16,6 +16,7 @@
 #pragma once
 
 #include <arrayport/python/api.hpp>
+#include <arrayport/python/spellings.hpp>
 
 #include <arrayport/c/dlpack.h>
 #include <arrayport/c/view.h>
