@@ -2,7 +2,8 @@
 //
 // Every other header goes through these functions, so a CPU-only build (ARRAYPORT_HAS_CUDA == 0)
 // compiles the same headers. Each file under runtime/ holds its CUDA calls in one
-// `#if ARRAYPORT_HAS_CUDA` block whose `#else` is the no-GPU fallback: a HIP port maps those blocks.
+// `#if ARRAYPORT_HAS_CUDA` block whose `#else` is the no-GPU fallback: a HIP port maps those
+// blocks.
 #pragma once
 
 #include <arrayport/runtime/fork.hpp>     // fork() children of a CUDA process refuse CUDA

@@ -27,9 +27,11 @@ enum class mem_advice : int {
 
 namespace detail {
 // Queue the copy or memset on `stream` where CUDA is usable; false leaves it to the CPU.
-inline bool device_memcpy_async(void* dst, const void* src, std::size_t bytes, stream_handle stream) {
+inline bool device_memcpy_async(void* dst, const void* src, std::size_t bytes,
+                                stream_handle stream) {
   if (!is_available()) return false;
-  ARRAYPORT_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, detail::to_cuda(stream)));
+  ARRAYPORT_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault,
+                                       detail::to_cuda(stream)));
   return true;
 }
 

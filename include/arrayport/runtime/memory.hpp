@@ -66,7 +66,8 @@ inline void free_device_async(void* p, stream_handle stream, int device) noexcep
   if (!p) return;
   if (!is_default_stream(stream) || device < 0) return free_device_async(p, stream);
   int current = -1;
-  if (cudaGetDevice(&current) != cudaSuccess || current == device) return free_device_async(p, stream);
+  if (cudaGetDevice(&current) != cudaSuccess || current == device)
+    return free_device_async(p, stream);
   if (cudaSetDevice(device) == cudaSuccess) {
     free_device_async(p, stream);
     (void)cudaSetDevice(current);
@@ -159,7 +160,8 @@ inline bool enable_peer_access(int device, int peer) {
     access.location.type = cudaMemLocationTypeDevice;
     access.location.id = device;
     access.flags = cudaMemAccessFlagsProtReadWrite;
-    ARRAYPORT_CUDA_CHECK(cudaMemPoolSetAccess(static_cast<cudaMemPool_t>(default_pool(peer)), &access, 1));
+    ARRAYPORT_CUDA_CHECK(
+        cudaMemPoolSetAccess(static_cast<cudaMemPool_t>(default_pool(peer)), &access, 1));
   }
   state[device][peer].store(ok ? 1 : 2, std::memory_order_release);
   return ok;

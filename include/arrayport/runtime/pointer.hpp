@@ -64,7 +64,8 @@ inline bool cuda_knows_pointer(const void* p) noexcept {
   if (!p || !is_available()) return false;
   if (const detail::pointer_attribute_fn get = detail::driver_pointer_attribute()) {
     unsigned int type = 0;
-    const CUresult r = get(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, reinterpret_cast<CUdeviceptr>(p));
+    const CUresult r =
+        get(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, reinterpret_cast<CUdeviceptr>(p));
     if (r == CUDA_SUCCESS) return true;
     if (r == CUDA_ERROR_INVALID_VALUE) return false;
   }

@@ -109,7 +109,8 @@ inline bool is_available() { return device_count() > 0; }
 inline void require_device(const char* what) {
   check_not_forked(what);
   const availability& a = probe();
-  if (a.device_count == 0) throw no_device_error(std::string(what) + " needs a CUDA device, but " + a.reason);
+  if (a.device_count == 0)
+    throw no_device_error(std::string(what) + " needs a CUDA device, but " + a.reason);
 }
 
 /// Throws value_error unless 0 <= device < device_count().
@@ -135,8 +136,8 @@ inline void require_reachable(memory_kind kind, const char* what, const char* wh
   check_not_forked(what);
   if (is_available()) return;
   throw no_device_error(std::string(what) + ": " + whose + " is in " +
-                        std::string(to_string(kind)) + " memory, which this machine cannot reach: " +
-                        probe().reason);
+                        std::string(to_string(kind)) +
+                        " memory, which this machine cannot reach: " + probe().reason);
 }
 
 }  // namespace arrayport::runtime

@@ -98,7 +98,8 @@ inline bool event_query(event_handle e) {
 inline float event_elapsed_ms(event_handle start, event_handle end) {
   check_not_forked("cudaEventElapsedTime");
   float ms = 0.f;
-  ARRAYPORT_CUDA_CHECK(cudaEventElapsedTime(&ms, detail::to_cuda_event(start), detail::to_cuda_event(end)));
+  ARRAYPORT_CUDA_CHECK(cudaEventElapsedTime(&ms, detail::to_cuda_event(start),
+                                           detail::to_cuda_event(end)));
   return ms;
 }
 
@@ -135,7 +136,8 @@ inline void stream_wait_event(stream_handle, event_handle) {}
 
 #endif  // ARRAYPORT_HAS_CUDA
 
-/// Waits for `s`; a default-stream handle means `device`'s default stream (-1: the current device's).
+/// Waits for `s`; a default-stream handle means `device`'s default stream (-1: the current
+/// device's).
 inline void stream_synchronize(stream_handle s, int device) {
   device_guard guard(is_default_stream(s) ? device : -1);
   stream_synchronize(s);
