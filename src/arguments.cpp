@@ -8,6 +8,7 @@
 #include <arrayport/c/view.h>
 #include <arrayport/error.hpp>
 #include <arrayport/memory_resource.hpp>
+#include <arrayport/python/spellings.hpp>
 #include <arrayport/runtime.hpp>
 
 #include <cstring>

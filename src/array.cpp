@@ -15,6 +15,7 @@
 
 #include <arrayport/memory_kind.hpp>
 #include <arrayport/memory_resource.hpp>
+#include <arrayport/python/spellings.hpp>
 #include <arrayport/runtime.hpp>
 
 #include <nanobind/stl/optional.h>

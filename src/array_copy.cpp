@@ -15,6 +15,7 @@
 #include <arrayport/detail/strided_copy.hpp>
 #include <arrayport/error.hpp>
 #include <arrayport/memory_resource.hpp>
+#include <arrayport/python/spellings.hpp>
 #include <arrayport/runtime.hpp>
 
 #include <nanobind/stl/string.h>

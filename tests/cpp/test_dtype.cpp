@@ -1,8 +1,10 @@
-// Tests of arrayport/dtype.hpp: layout, C++ type mapping, names, typestr and buffer formats, and
-// the float16 / bfloat16 conversions (checked bit for bit against an independent oracle).
+// Tests of arrayport/dtype.hpp (layout, C++ type mapping, names), python/spellings.hpp (typestr
+// and buffer formats) and half.hpp (the float16 / bfloat16 conversions, checked bit for bit
+// against an independent oracle).
 #include <gtest/gtest.h>
 
 #include <arrayport/dtype.hpp>
+#include <arrayport/python/spellings.hpp>
 
 #include <cmath>
 #include <complex>

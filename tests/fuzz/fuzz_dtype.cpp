@@ -1,7 +1,9 @@
-// Fuzzes the dtype spellings that come from outside (dtype.hpp): NumPy typestrs, PEP 3118 buffer
-// formats with their itemsize, dtype names and raw DLPack (code, bits, lanes) triples. Each either
-// parses to a supported dtype that spells back the same way, or throws type_error / value_error.
+// Fuzzes the dtype spellings that come from outside (dtype.hpp, python/spellings.hpp): NumPy
+// typestrs, PEP 3118 buffer formats with their itemsize, dtype names and raw DLPack (code, bits,
+// lanes) triples. Each either parses to a supported dtype that spells back the same way, or throws
+// type_error / value_error.
 #include <arrayport/dtype.hpp>
+#include <arrayport/python/spellings.hpp>
 
 #include <fuzzer/FuzzedDataProvider.h>
 

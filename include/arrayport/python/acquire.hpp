@@ -14,6 +14,7 @@
 #include <arrayport/python/api.hpp>
 #include <arrayport/python/constraints.hpp>
 #include <arrayport/python/numpy.hpp>
+#include <arrayport/python/spellings.hpp>
 
 #include <arrayport/c/view.h>
 #include <arrayport/layout.hpp>

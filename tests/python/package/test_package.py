@@ -157,6 +157,30 @@ def test_include_dir_holds_every_public_header():
         assert (include / rel).is_file(), rel
 
 
+# A call of a CUDA runtime or driver function, looked for once comments and string literals are
+# blanked; kernel code may still name CUDA types (cudaStream_t) and launch kernels.
+CUDA_CALL = re.compile(r"\b(?:cuda|cu)[A-Z]\w*\s*\(")
+COMMENT_OR_STRING = re.compile(r"""//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'""", re.S)
+SOURCE_SUFFIXES = {".h", ".hpp", ".c", ".cpp", ".cu", ".cuh"}
+
+
+def cuda_calls(path: Path) -> list[str]:
+    code = COMMENT_OR_STRING.sub(" ", path.read_text())
+    return [m.group(0) for m in CUDA_CALL.finditer(code)]
+
+
+def test_only_the_runtime_shim_calls_cuda():
+    runtime = REPO / "include" / "arrayport" / "runtime"
+    # The check sees calls where they are, and not in a comment or a message.
+    assert "cudaMemcpyAsync(" in cuda_calls(runtime / "copy.hpp")
+    assert not CUDA_CALL.search(COMMENT_OR_STRING.sub(" ", '// cudaFree(p)\nf("cudaMalloc(...)");'))
+    outside = [f"{path.relative_to(REPO)}: {call}"
+               for root in (REPO / "include", REPO / "src") for path in sorted(root.rglob("*"))
+               if path.suffix in SOURCE_SUFFIXES and runtime not in path.parents
+               for call in cuda_calls(path)]
+    assert not outside, "only include/arrayport/runtime/ may call CUDA:\n" + "\n".join(outside)
+
+
 def test_exception_hierarchy():
     assert issubclass(arrayport.CudaError, RuntimeError)
     assert issubclass(arrayport.OutOfMemoryError, arrayport.CudaError)

@@ -1,0 +1,205 @@
+// Streams and events: creating, waiting for and querying them, and ordering one stream after
+// another without a host synchronisation.
+#pragma once
+
+#include <arrayport/config.hpp>
+#include <arrayport/memory_kind.hpp>
+#include <arrayport/runtime/check.hpp>
+#include <arrayport/runtime/device.hpp>
+#include <arrayport/runtime/fork.hpp>
+#include <arrayport/runtime/probe.hpp>
+
+#include <cstdint>
+
+namespace arrayport::runtime {
+
+/// Is `stream` one of the handles that name "the default stream of whichever device is current"
+/// (nullptr, cudaStreamLegacy, cudaStreamPerThread)? arrayport reads such a handle, held with
+/// memory of device d, as device d's default stream, and calls CUDA with d current.
+inline bool is_default_stream(stream_handle stream) noexcept {
+  return reinterpret_cast<std::uintptr_t>(stream) <= 2;
+}
+
+#if ARRAYPORT_HAS_CUDA
+
+/// The device `stream` belongs to; `fallback` for the default-stream handles.
+inline int stream_device(stream_handle stream, int fallback) {
+  if (is_default_stream(stream)) return fallback;
+  int device = -1;
+  ARRAYPORT_CUDA_CHECK(cudaStreamGetDevice(detail::to_cuda(stream), &device));
+  return device;
+}
+
+inline stream_handle stream_create(int device, int priority, bool non_blocking) {
+  require_device_index(device, "stream creation");
+  device_guard guard(device);
+  cudaStream_t s = nullptr;
+  ARRAYPORT_CUDA_CHECK(cudaStreamCreateWithPriority(
+      &s, non_blocking ? cudaStreamNonBlocking : cudaStreamDefault, priority));
+  return s;
+}
+
+inline void stream_destroy(stream_handle s) noexcept {
+  if (s && !forked_after_cuda_init()) (void)cudaStreamDestroy(detail::to_cuda(s));
+}
+
+inline void stream_synchronize(stream_handle s) {
+  if (!is_available()) return;  // no device work can be pending
+  ARRAYPORT_CUDA_CHECK(cudaStreamSynchronize(detail::to_cuda(s)));
+}
+
+/// True when all work on `s` has completed.
+inline bool stream_query(stream_handle s) {
+  if (!is_available()) return true;
+  cudaError_t status = cudaStreamQuery(detail::to_cuda(s));
+  if (status == cudaErrorNotReady) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  ARRAYPORT_CUDA_CHECK(status);
+  return true;
+}
+
+inline event_handle event_create(bool timing, bool blocking) {
+  require_device("event creation");
+  cudaEvent_t e = nullptr;
+  unsigned flags = (timing ? 0u : cudaEventDisableTiming) | (blocking ? cudaEventBlockingSync : 0u);
+  ARRAYPORT_CUDA_CHECK(cudaEventCreateWithFlags(&e, flags));
+  return e;
+}
+
+inline void event_destroy(event_handle e) noexcept {
+  if (e && !forked_after_cuda_init()) (void)cudaEventDestroy(detail::to_cuda_event(e));
+}
+
+inline void event_record(event_handle e, stream_handle s) {
+  check_not_forked("cudaEventRecord");
+  ARRAYPORT_CUDA_CHECK(cudaEventRecord(detail::to_cuda_event(e), detail::to_cuda(s)));
+}
+
+inline void event_synchronize(event_handle e) {
+  check_not_forked("cudaEventSynchronize");
+  ARRAYPORT_CUDA_CHECK(cudaEventSynchronize(detail::to_cuda_event(e)));
+}
+
+/// True when the work captured by the event's last record has completed.
+inline bool event_query(event_handle e) {
+  check_not_forked("cudaEventQuery");
+  cudaError_t status = cudaEventQuery(detail::to_cuda_event(e));
+  if (status == cudaErrorNotReady) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  ARRAYPORT_CUDA_CHECK(status);
+  return true;
+}
+
+/// Milliseconds between two recorded timing events.
+inline float event_elapsed_ms(event_handle start, event_handle end) {
+  check_not_forked("cudaEventElapsedTime");
+  float ms = 0.f;
+  ARRAYPORT_CUDA_CHECK(cudaEventElapsedTime(&ms, detail::to_cuda_event(start),
+                                           detail::to_cuda_event(end)));
+  return ms;
+}
+
+/// Makes future work on `s` wait for `e` (no host synchronisation).
+inline void stream_wait_event(stream_handle s, event_handle e) {
+  check_not_forked("cudaStreamWaitEvent");
+  ARRAYPORT_CUDA_CHECK(cudaStreamWaitEvent(detail::to_cuda(s), detail::to_cuda_event(e), 0));
+}
+
+#else  // no GPU: no stream can be created, none has pending work, every wait is already over
+
+inline int stream_device(stream_handle, int fallback) { return fallback; }
+
+inline stream_handle stream_create(int device, int, bool) {
+  require_device_index(device, "stream creation");
+  return nullptr;
+}
+
+inline void stream_destroy(stream_handle) noexcept {}
+inline void stream_synchronize(stream_handle) {}
+inline bool stream_query(stream_handle) { return true; }
+
+inline event_handle event_create(bool, bool) {
+  require_device("event creation");
+  return nullptr;
+}
+
+inline void event_destroy(event_handle) noexcept {}
+inline void event_record(event_handle, stream_handle) {}
+inline void event_synchronize(event_handle) {}
+inline bool event_query(event_handle) { return true; }
+inline float event_elapsed_ms(event_handle, event_handle) { return 0.f; }
+inline void stream_wait_event(stream_handle, event_handle) {}
+
+#endif  // ARRAYPORT_HAS_CUDA
+
+/// Waits for `s`; a default-stream handle means `device`'s default stream (-1: the current
+/// device's).
+inline void stream_synchronize(stream_handle s, int device) {
+  device_guard guard(is_default_stream(s) ? device : -1);
+  stream_synchronize(s);
+}
+
+/// Makes work enqueued later on `consumer` wait for the work enqueued so far on `producer`, both
+/// streams of `device`: an event recorded on one and waited on by the other, never a host or
+/// device-wide synchronisation. Nothing to do when they are the same stream. The event is one per
+/// thread and device, reused: a wait captures the event's state when it is enqueued.
+inline void order_streams(stream_handle producer, stream_handle consumer, int device) {
+  if (producer == consumer) return;
+  if (!is_available()) return;  // always so without CUDA
+  constexpr int cached_devices = 64;
+  thread_local event_handle events[cached_devices] = {};  // created on their device, as
+  // cudaEventRecord requires: the producer's (a default-stream handle is `device`'s)
+  const int current = stream_device(producer, device >= 0 ? device : get_device());
+  device_guard guard(current);
+  if (current < cached_devices) {
+    if (!events[current]) events[current] = event_create(false, false);
+    event_record(events[current], producer);
+    stream_wait_event(consumer, events[current]);
+    return;
+  }
+  event_handle e = event_create(false, false);
+  try {
+    event_record(e, producer);
+    stream_wait_event(consumer, e);
+  } catch (...) {
+    event_destroy(e);
+    throw;
+  }
+  event_destroy(e);  // CUDA keeps it until the wait is done
+}
+
+/// The same across devices: `consumer` (a stream of `consumer_device`, or that device's default
+/// stream) waits for the work queued so far on `producer` (of `producer_device`). -1 names the
+/// current device. A stream may wait on another device's event; the event is recorded with its
+/// own device current and the wait enqueued with the consumer's.
+inline void order_streams(stream_handle producer, int producer_device, stream_handle consumer,
+                          int consumer_device) {
+  if (!is_available()) return;  // always so without CUDA
+  const int current = get_device();
+  const int from = stream_device(producer, producer_device >= 0 ? producer_device : current);
+  const int to = stream_device(consumer, consumer_device >= 0 ? consumer_device : current);
+  if (from == to) return order_streams(producer, consumer, from);
+  constexpr int cached_devices = 64;
+  thread_local event_handle events[cached_devices] = {};
+  event_handle e = nullptr;
+  {
+    device_guard guard(from);
+    e = from < cached_devices && events[from] ? events[from] : event_create(false, false);
+    if (from < cached_devices) events[from] = e;
+    event_record(e, producer);
+  }
+  device_guard guard(to);
+  try {
+    stream_wait_event(consumer, e);
+  } catch (...) {
+    if (from >= cached_devices) event_destroy(e);
+    throw;
+  }
+  if (from >= cached_devices) event_destroy(e);
+}
+
+}  // namespace arrayport::runtime
