@@ -7,6 +7,7 @@
 
 #include <arrayport/dtype.hpp>
 #include <arrayport/python/api.hpp>
+#include <arrayport/python/spellings.hpp>
 #include <arrayport/runtime.hpp>
 
 #include <string>
