@@ -2,10 +2,10 @@
 // <arrayport/python/acquire.hpp>; and the C API that other extension modules import.
 #include "consume.hpp"
 
-#include "array.hpp"
-#include "array_internal.hpp"
-#include "current_stream.hpp"
-#include "errors.hpp"
+#include "array/array.hpp"
+#include "array/array_internal.hpp"
+#include "cuda/current_stream.hpp"
+#include "common/errors.hpp"
 
 #include <arrayport/python/acquire.hpp>
 

@@ -1,16 +1,16 @@
 # The C++ sources of arrayport._core, listed once: the module (src/CMakeLists.txt) and the
 # instrumented fuzzing library (tests/fuzz) both build from this list.
 set(ARRAYPORT_CORE_SOURCES
-  module.cpp
-  array.cpp
+  module/module.cpp
+  array/array.cpp
   consume.cpp
-  array_copy.cpp
-  dlpack_export.cpp
-  cuda.cpp
-  errors.cpp
-  scalars.cpp
-  arguments.cpp
-  runtime_info.cpp
+  array/array_copy.cpp
+  array/dlpack_export.cpp
+  cuda/cuda.cpp
+  common/errors.cpp
+  common/scalars.cpp
+  common/arguments.cpp
+  module/runtime_info.cpp
   ops/python.cpp
   ops/dispatch.cpp
   ops/cpu/elementwise.cpp

@@ -4,7 +4,7 @@
 #include "cpu/parallel.hpp"
 #include "kernels.hpp"
 
-#include "../current_stream.hpp"
+#include "cuda/current_stream.hpp"
 
 #include <arrayport/buffer.hpp>
 #include <arrayport/event.hpp>

@@ -4,12 +4,12 @@
 #include "kernels.hpp"
 #include "python.hpp"
 
-#include "../array.hpp"
-#include "../array_internal.hpp"
-#include "../cuda.hpp"
-#include "../current_stream.hpp"
-#include "../gil.hpp"
-#include "../scalars.hpp"
+#include "array/array.hpp"
+#include "array/array_internal.hpp"
+#include "cuda/cuda.hpp"
+#include "cuda/current_stream.hpp"
+#include "common/gil.hpp"
+#include "common/scalars.hpp"
 
 #include <arrayport/buffer.hpp>
 #include <arrayport/python/acquire.hpp>

@@ -1,5 +1,5 @@
 // Exception translation: arrayport::error subclasses -> precise Python exceptions.
-#include "errors.hpp"
+#include "common/errors.hpp"
 
 #include <arrayport/error.hpp>
 #include <arrayport/python/api.hpp>

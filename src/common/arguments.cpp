@@ -1,9 +1,9 @@
 // The one parser of each argument kind (arguments.hpp); their messages are the ones docs/errors.md
 // lists.
-#include "arguments.hpp"
+#include "common/arguments.hpp"
 
-#include "cuda.hpp"
-#include "current_stream.hpp"
+#include "cuda/cuda.hpp"
+#include "cuda/current_stream.hpp"
 
 #include <arrayport/c/view.h>
 #include <arrayport/error.hpp>

@@ -1,14 +1,14 @@
 // arrayport.Array copies: get, fill, copy, copy_to, to, __setitem__, prefetch and advise, and the
 // module functions copy and to_gpu. Every copy is one ::arrayport::detail::strided_copy on a stream (default:
 // the calling thread's current stream), ordered against the arrays' own streams with events.
-#include "array_internal.hpp"
+#include "array/array_internal.hpp"
 
 #include "consume.hpp"
-#include "current_stream.hpp"
-#include "errors.hpp"
-#include "gil.hpp"
-#include "scalars.hpp"
-#include "strided_copy.hpp"
+#include "cuda/current_stream.hpp"
+#include "common/errors.hpp"
+#include "common/gil.hpp"
+#include "common/scalars.hpp"
+#include "array/strided_copy.hpp"
 
 #include <arrayport/buffer.hpp>
 #include <arrayport/detail/fill.hpp>

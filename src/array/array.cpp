@@ -1,17 +1,17 @@
 // arrayport.Array: attributes, the buffer protocol, __cuda_array_interface__, DLPack export, views,
 // and the creation functions (empty, zeros, ones, full and the *_like forms). Copies are in
 // array_copy.cpp.
-#include "array.hpp"
+#include "array/array.hpp"
 
 #include "consume.hpp"
-#include "cuda.hpp"
-#include "array_internal.hpp"
+#include "cuda/cuda.hpp"
+#include "array/array_internal.hpp"
 
-#include "current_stream.hpp"
-#include "dlpack_export.hpp"
-#include "errors.hpp"
-#include "gil.hpp"
-#include "scalars.hpp"
+#include "cuda/current_stream.hpp"
+#include "array/dlpack_export.hpp"
+#include "common/errors.hpp"
+#include "common/gil.hpp"
+#include "common/scalars.hpp"
 
 #include <arrayport/memory_kind.hpp>
 #include <arrayport/memory_resource.hpp>

@@ -1,5 +1,5 @@
 // Python numbers -> element bytes for every supported dtype.
-#include "scalars.hpp"
+#include "common/scalars.hpp"
 
 #include <nanobind/nanobind.h>
 

@@ -1,10 +1,10 @@
 // DLPack export: capsules that own a reference to the Array until the consumer's deleter runs.
-#include "dlpack_export.hpp"
+#include "array/dlpack_export.hpp"
 
-#include "array.hpp"
-#include "arguments.hpp"
-#include "array_internal.hpp"
-#include "errors.hpp"
+#include "array/array.hpp"
+#include "common/arguments.hpp"
+#include "array/array_internal.hpp"
+#include "common/errors.hpp"
 
 #include <arrayport/c/dlpack.h>
 #include <arrayport/memory_kind.hpp>

@@ -3,11 +3,11 @@
 // Everything goes through the runtime shim (runtime.hpp) and the core's RAII stream/event, so the
 // same code serves a machine with no driver: creation raises NoDeviceError with the probe's reason,
 // borrowing a stream handle does not need a device. Blocking calls release the GIL.
-#include "cuda.hpp"
+#include "cuda/cuda.hpp"
 
-#include "arguments.hpp"
-#include "current_stream.hpp"
-#include "gil.hpp"
+#include "common/arguments.hpp"
+#include "cuda/current_stream.hpp"
+#include "common/gil.hpp"
 
 #include <arrayport/device.hpp>
 #include <arrayport/error.hpp>

@@ -1,10 +1,10 @@
 // arrayport._core: the compiled module behind the arrayport package.
-#include "array.hpp"
+#include "array/array.hpp"
 #include "consume.hpp"
-#include "cuda.hpp"
-#include "errors.hpp"
+#include "cuda/cuda.hpp"
+#include "common/errors.hpp"
 #include "ops/python.hpp"
-#include "runtime_info.hpp"
+#include "module/runtime_info.hpp"
 
 #include <arrayport/error.hpp>
 #include <arrayport/memory_resource.hpp>

@@ -2,8 +2,8 @@
 // construction (array.cpp), and the copying methods (array_copy.cpp).
 #pragma once
 
-#include "array.hpp"
-#include "arguments.hpp"
+#include "array/array.hpp"
+#include "common/arguments.hpp"
 
 #include <arrayport/dtype.hpp>
 #include <arrayport/layout.hpp>

@@ -7,7 +7,7 @@
 // generic form for any rank. Most copies collapse to 2 or 3 axes (strided rows, transposes).
 // A fill is a copy whose source is one element held in the kernel's parameters, so the launch
 // returns at once and the caller's element may go.
-#include "strided_copy.hpp"
+#include "array/strided_copy.hpp"
 
 #include <arrayport/runtime.hpp>
 
