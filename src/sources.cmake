@@ -7,6 +7,9 @@ set(ARRAYPORT_CORE_SOURCES
   array/array_copy.cpp
   array/dlpack_export.cpp
   cuda/cuda.cpp
+  cuda/device.cpp
+  cuda/event.cpp
+  cuda/stream.cpp
   common/errors.cpp
   common/scalars.cpp
   common/arguments.cpp

@@ -2,9 +2,6 @@
 // lists.
 #include "common/arguments.hpp"
 
-#include "cuda/cuda.hpp"
-#include "cuda/current_stream.hpp"
-
 #include <arrayport/c/view.h>
 #include <arrayport/error.hpp>
 #include <arrayport/memory_resource.hpp>
@@ -16,6 +13,11 @@
 namespace nb = nanobind;
 
 namespace arrayport::ext {
+namespace {
+cuda_argument_hooks g_cuda;  // set once, at module init, before any argument is parsed
+}  // namespace
+
+void set_cuda_argument_hooks(const cuda_argument_hooks& hooks) noexcept { g_cuda = hooks; }
 
 std::string arg_prefix(const char* what, const char* name) {
   std::string p = what && *what ? std::string(what) + ": " : std::string();
@@ -85,7 +87,8 @@ std::optional<int> device_arg(PyObject* obj, const char* what, const char* name,
                               bool none_ok) {
   if (obj == Py_None && none_ok) return std::nullopt;
   int index = 0;
-  if (device_index_of(obj, index)) return index;  // a Device was checked when it was made
+  // A Device was checked when it was made.
+  if (g_cuda.device_index_of && g_cuda.device_index_of(obj, index)) return index;
   const std::string prefix = arg_prefix(what, name);
   if (obj == Py_None || PyBool_Check(obj) || !PyIndex_Check(obj))
     throw type_error(prefix + "expected " +
@@ -262,7 +265,7 @@ std::uintptr_t handle_arg(PyObject* obj, const std::string& what) {
 
 // None: the calling thread's current stream (what `with arrayport.cuda.Stream():` set).
 stream_handle parse_stream(nb::handle stream, const char* what) {
-  if (stream.is_none()) return current_stream().handle;
+  if (stream.is_none()) return g_cuda.current_stream ? g_cuda.current_stream() : nullptr;
   const std::string name = arg_prefix(what, "stream");
   const std::string label = name.substr(0, name.size() - 2);  // without the ": "
   if (nb::hasattr(stream, "__cuda_stream__")) {
@@ -281,7 +284,8 @@ stream_handle parse_stream(nb::handle stream, const char* what) {
 }
 
 nb::handle stream_owner(nb::handle stream) noexcept {
-  if (stream.is_none()) return current_stream_object();
+  if (stream.is_none())
+    return g_cuda.current_stream_object ? nb::handle(g_cuda.current_stream_object()) : nb::handle();
   if (PyLong_Check(stream.ptr())) return nb::handle();
   return stream;
 }
