@@ -2,9 +2,17 @@
 # instrumented fuzzing library (tests/fuzz) both build from this list.
 set(ARRAYPORT_CORE_SOURCES
   module/module.cpp
-  array/array.cpp
+  array/array_type.cpp
+  array/array_attributes.cpp
+  array/array_exports.cpp
+  array/array_indexing.cpp
+  array/array_numbers.cpp
+  array/array_repr.cpp
+  array/creation.cpp
   consume.cpp
   array/array_copy.cpp
+  array/operand.cpp
+  array/managed_memory.cpp
   array/dlpack_export.cpp
   cuda/cuda.cpp
   cuda/device.cpp

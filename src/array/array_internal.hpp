@@ -1,9 +1,10 @@
-// What the translation units of arrayport.Array share: layout predicates, argument parsing and view
-// construction (array.cpp), and the copying methods (array_copy.cpp).
+// What the translation units of arrayport.Array share: the object's accessors, view construction
+// (array_type.cpp) and the functions behind the type's slots, each declared by its file.
 #pragma once
 
 #include "array/array.hpp"
 #include "common/arguments.hpp"
+#include "common/errors.hpp"
 
 #include <arrayport/dtype.hpp>
 #include <arrayport/layout.hpp>
@@ -79,21 +80,86 @@ stream_handle array_stream(memory_kind kind, int device, stream_handle stream,
 /// The numpy module; a type_error saying that `why` needs NumPy where it is not installed.
 nanobind::module_ import_numpy(const std::string& why);
 
-// Methods and slots of arrayport.Array: __array__ in array.cpp, the others in array_copy.cpp.
+/// Runs `f` (returning an nb::object) in a raw CPython method: its result as a new reference, or
+/// nullptr with the C++ exception set as the Python error.
+template <class F>
+PyObject* guarded_object(F&& f) noexcept {
+  return guarded<PyObject*>(nullptr, [&]() -> PyObject* { return f().release().ptr(); });
+}
+
+/// `h` as an Array; a type_error naming `what` for anything else.
+array_object* require_array(nanobind::handle h, const char* what);
+
+// ---- the slots and methods of arrayport.Array, by file (array_type.cpp holds the tables) -------
+
+// array_attributes.cpp: the plain attributes, len().
+PyObject* get_shape(PyObject* self, void*);
+PyObject* get_strides(PyObject* self, void*);
+PyObject* get_ndim(PyObject* self, void*);
+PyObject* get_size(PyObject* self, void*);
+PyObject* get_itemsize(PyObject* self, void*);
+PyObject* get_nbytes(PyObject* self, void*);
+PyObject* get_ptr(PyObject* self, void*);
+PyObject* get_memory(PyObject* self, void*);
+PyObject* get_device(PyObject* self, void*);
+PyObject* get_readonly(PyObject* self, void*);
+PyObject* get_base(PyObject* self, void*);
+PyObject* get_c_contiguous(PyObject* self, void*);
+PyObject* get_f_contiguous(PyObject* self, void*);
+PyObject* get_dtype(PyObject* self, void*);
+Py_ssize_t array_length(PyObject* self);
+
+// array_exports.cpp: __cuda_array_interface__, __array_interface__ and the buffer protocol.
+PyObject* get_cuda_array_interface(PyObject* self, void*);
+PyObject* get_array_interface(PyObject* self, void*);
+int array_getbuffer(PyObject* self, Py_buffer* view, int flags);
+void array_releasebuffer(PyObject* self, Py_buffer* view);
+
+// array_numbers.cpp: int(), float(), complex(), operator.index(), bool() and __array__.
+PyObject* array_int(PyObject* self);
+PyObject* array_float(PyObject* self);
+PyObject* array_complex(PyObject* self, PyObject* unused);
+PyObject* array_index(PyObject* self);
+int array_bool(PyObject* self);
+PyObject* array_array(PyObject* self, PyObject* args, PyObject* kwargs);
+
+/// One element's value decoded from its bytes: what repr prints and int()/float()/... return.
+struct element_value {
+  enum { boolean, signed_int, unsigned_int, real, complex } kind;
+  std::int64_t i = 0;
+  std::uint64_t u = 0;
+  double re = 0, im = 0;
+};
+element_value decode_element(const unsigned char* p, dtype dt);
+
+// array_indexing.cpp: views (a[key], transpose, .T, reshape, view(dtype)).
+PyObject* array_subscript(PyObject* self, PyObject* key);
+PyObject* array_transpose(PyObject* self, PyObject* args);
+PyObject* get_T(PyObject* self, void*);
+PyObject* array_reshape(PyObject* self, PyObject* args);
+PyObject* array_view(PyObject* self, PyObject* args, PyObject* kwargs);
+
+// array_repr.cpp.
+PyObject* array_repr(PyObject* self);
+
+// array_copy.cpp: copies.
 PyObject* array_get(PyObject* self, PyObject* args, PyObject* kwargs);
 PyObject* array_fill(PyObject* self, PyObject* value);
-PyObject* array_array(PyObject* self, PyObject* args, PyObject* kwargs);
 PyObject* array_copy(PyObject* self, PyObject* args, PyObject* kwargs);
 PyObject* array_copy_to(PyObject* self, PyObject* args, PyObject* kwargs);
 PyObject* array_to(PyObject* self, PyObject* args, PyObject* kwargs);
-PyObject* array_prefetch(PyObject* self, PyObject* args, PyObject* kwargs);
-PyObject* array_advise(PyObject* self, PyObject* args, PyObject* kwargs);
 int array_ass_subscript(PyObject* self, PyObject* key, PyObject* value);
 
-/// Up to `count` leading elements of `a` in C order, copied to the host (for repr).
-std::vector<unsigned char> leading_elements(array_object* a, std::int64_t count);
+// managed_memory.cpp: prefetch() and advise() of managed memory.
+PyObject* array_prefetch(PyObject* self, PyObject* args, PyObject* kwargs);
+PyObject* array_advise(PyObject* self, PyObject* args, PyObject* kwargs);
 
-/// Creates arrayport.copy and arrayport.to_gpu in `m`.
+// ---- module functions ---------------------------------------------------------------------------
+
+/// Creates empty, zeros, ones, full and their *_like forms in `m` (creation.cpp).
+void register_creation_functions(nanobind::module_& m);
+
+/// Creates arrayport.copy and arrayport.to_gpu in `m` (array_copy.cpp).
 void register_copy_functions(nanobind::module_& m);
 
 }  // namespace arrayport::ext
