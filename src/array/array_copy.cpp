@@ -273,8 +273,8 @@ PyObject* array_copy_to(PyObject* self, PyObject* args, PyObject* kwargs) {
     runtime::require_reachable(dst.kind, "Array.copy_to", "dst");
     if (dst.readonly) throw value_error("copy_to: dst is read-only (assignment destination is read-only)");
     if (dst.shape != src.shape)
-      throw value_error("copy_to: dst: expected shape " + shape_string(src.shape.data(), src.shape.size()) +
-                        " (the source's), got " + shape_string(dst.shape.data(), dst.shape.size()));
+      throw value_error("copy_to: dst: expected shape " + shape_string(src.shape) +
+                        " (the source's), got " + shape_string(dst.shape));
     if (dst.dt != src.dt)
       throw type_error("copy_to: dst: expected dtype " + std::string(src.dt.name()) +
                        " (the source's), got " + std::string(dst.dt.name()) +

@@ -186,7 +186,7 @@ PyObject* array_reshape(PyObject* self, PyObject* args) {
       if (infer < 0) check_layout("reshape", shape.data(), nullptr, ndim, itemsize);
       arrayport::detail::big_uint n(1);
       for (std::int64_t e : given) n *= static_cast<std::uint64_t>(e);
-      throw value_error("reshape: the extents of shape " + shape_string(shape.data(), shape.size()) +
+      throw value_error("reshape: the extents of shape " + shape_string(shape) +
                         " other than -1 have " + n.str() + " elements, more than 2^63-1");
     }
     const std::int64_t size = element_count(a->view);

@@ -53,9 +53,6 @@ inline bool is_readonly(const array_object* a) noexcept {
 /// A tuple of `n` ints, each multiplied by `scale`. New reference, nullptr with an error set.
 PyObject* tuple_of(const std::int64_t* values, int n, std::int64_t scale = 1);
 
-/// "(3, 4)", "(5,)", "()": a shape as Python prints it, for messages.
-std::string shape_string(const std::int64_t* shape, std::size_t ndim);
-
 /// Where a basic index (ints, slices, Ellipsis, None) of `a` points: the first element and the
 /// layout (strides in elements). Throws with IndexError set for a bad key.
 struct basic_index {

@@ -69,7 +69,7 @@ nb::object scalar_of(PyObject* self, const char* what, bool complex_ok) {
   if (a->view.ndim != 0)
     throw type_error(std::string(what) + ": only 0-dimensional arrays can be converted to Python "
                       "scalars; this one has shape " +
-                      shape_string(a->view.shape, static_cast<std::size_t>(a->view.ndim)) +
+                      shape_string(a->view.shape, a->view.ndim) +
                       " (index it, a[0], or use .get())");
   const dtype dt = dtype::from_c(a->view.dtype);
   if (dt.is_complex() && !complex_ok)
@@ -138,7 +138,7 @@ PyObject* array_index(PyObject* self) {
     if (a->view.ndim != 0 || !dtype::from_c(a->view.dtype).is_integer())
       throw type_error("only integer scalar arrays can be converted to a scalar index; this one "
                         "has dtype " + std::string(dtype::from_c(a->view.dtype).name()) +
-                        " and shape " + shape_string(a->view.shape, static_cast<std::size_t>(a->view.ndim)));
+                        " and shape " + shape_string(a->view.shape, a->view.ndim));
     return single_element(a, "operator.index").release().ptr();
   });
 }

@@ -76,7 +76,7 @@ PyObject* array_repr(PyObject* self) {
     } else {  // repr never raises: it says what it cannot show
       values = "<" + std::string(to_string(kind)) + " memory, not readable here>";
     }
-    const std::string shape = shape_string(a->view.shape, static_cast<std::size_t>(a->view.ndim));
+    const std::string shape = shape_string(a->view.shape, a->view.ndim);
     std::string device = is_gpu_resident(kind) ? ", device=" + std::to_string(a->view.device.device_id) : "";
     std::string r = "arrayport.Array(" + values + ", dtype=" + std::string(dt.name()) +
                     ", shape=" + shape + ", memory='" + std::string(to_string(kind)) + "'" + device +

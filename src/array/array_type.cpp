@@ -26,8 +26,9 @@ PyTypeObject* array_type = nullptr;
 
 namespace {
 
-// Allocates an uninitialised Array object with room for `ndim` extents; the caller fills it.
-array_object* alloc_array(int ndim) {
+// Allocates an Array of `data` with room for `ndim` extents, its view filled (layout.hpp) but for
+// the extents, which the caller writes. The view's owner is the Array itself.
+array_object* alloc_array(int ndim, void* data, arrayport_dtype_t dt, c_view_place place) {
   auto* a = reinterpret_cast<array_object*>(array_type->tp_alloc(array_type, 0));
   if (!a) throw nb::python_error();
   if (ndim > inline_rank) {
@@ -39,11 +40,8 @@ array_object* alloc_array(int ndim) {
   } else {
     a->extents = a->inline_extents;
   }
-  a->view.version = {ARRAYPORT_C_ABI_VERSION_MAJOR, ARRAYPORT_C_ABI_VERSION_MINOR};
-  a->view.ndim = ndim;
-  a->view.shape = a->extents;
-  a->view.strides = a->extents + ndim;
-  a->view.owner = a;
+  place.owner = a;
+  a->view = make_c_view(data, dt, a->extents, a->extents + ndim, ndim, place);
   return a;
 }
 
@@ -223,17 +221,13 @@ PyObject* make_view(array_object* src, char* data, const std::vector<std::int64_
                     const std::vector<std::int64_t>& strides, dtype dt, const char* what) {
   const int ndim = static_cast<int>(shape.size());
   check_layout(what, shape.data(), strides.data(), ndim, static_cast<std::int64_t>(dt.itemsize()));
-  array_object* a = alloc_array(ndim);
+  array_object* a = alloc_array(
+      ndim, data, dt.to_c(),
+      {src->view.memory_kind, src->view.device, src->view.stream, src->view.flags});
   for (int i = 0; i < ndim; ++i) {
     a->extents[i] = shape[static_cast<std::size_t>(i)];
     a->extents[ndim + i] = strides[static_cast<std::size_t>(i)];
   }
-  a->view.data = data;
-  a->view.dtype = dt.to_c();
-  a->view.memory_kind = src->view.memory_kind;
-  a->view.device = src->view.device;
-  a->view.stream = src->view.stream;
-  a->view.flags = src->view.flags;
   a->base = Py_NewRef(src->base ? src->base : reinterpret_cast<PyObject*>(src));
   return reinterpret_cast<PyObject*>(a);
 }
@@ -252,13 +246,6 @@ PyObject* tuple_of(const std::int64_t* values, int n, std::int64_t scale) {
   return t;
 }
 
-std::string shape_string(const std::int64_t* shape, std::size_t ndim) {
-  std::string r = "(";
-  for (std::size_t i = 0; i < ndim; ++i)
-    r += std::to_string(shape[i]) + (ndim == 1 ? "," : i + 1 < ndim ? ", " : "");
-  return r + ")";
-}
-
 array_object* require_array(nb::handle h, const char* what) {
   if (!is_array(h.ptr()))
     throw type_error(std::string(what) + ": expected an arrayport.Array, got " +
@@ -272,13 +259,15 @@ nb::object make_owned_array(buffer&& storage, dtype dt, const std::int64_t* shap
   const std::int64_t nbytes =
       check_layout("Array", shape, nullptr, ndim, static_cast<std::int64_t>(dt.itemsize())).nbytes;
   if (storage.size() < static_cast<std::size_t>(nbytes))
-    throw value_error("Array: shape " + shape_string(shape, static_cast<std::size_t>(ndim)) + " of " +
+    throw value_error("Array: shape " + shape_string(shape, ndim) + " of " +
                       std::string(dt.name()) + " needs " + std::to_string(nbytes) +
                       " bytes, but its buffer has " + std::to_string(storage.size()));
   auto* owned = new buffer(std::move(storage));
   array_object* a = nullptr;
   try {
-    a = alloc_array(ndim);
+    a = alloc_array(ndim, owned->data(), dt.to_c(),
+                    {static_cast<std::uint32_t>(owned->kind()), owned->dlpack_device(),
+                     owned->stream()});
   } catch (...) {
     delete owned;
     throw;
@@ -287,12 +276,6 @@ nb::object make_owned_array(buffer&& storage, dtype dt, const std::int64_t* shap
   a->stream_owner = Py_XNewRef(stream_owner.ptr());
   for (int i = 0; i < ndim; ++i) a->extents[i] = shape[i];
   compact_strides(shape, ndim, a->extents + ndim, static_cast<std::int64_t>(dt.itemsize()));
-  a->view.data = owned->data();
-  a->view.dtype = dt.to_c();
-  a->view.memory_kind = static_cast<std::uint32_t>(owned->kind());
-  a->view.device = owned->dlpack_device();
-  a->view.stream = owned->stream();
-  a->view.flags = 0;
   return nb::steal(reinterpret_cast<PyObject*>(a));
 }
 
@@ -314,17 +297,14 @@ PyObject* array_from_view(const arrayport_view_t* view, PyObject* owner) noexcep
     if (l.count > 0 && !view->data)
       throw value_error("array_from_view: data is NULL but the view has " + std::to_string(l.count) +
                         " elements");
-    array_object* a = alloc_array(view->ndim);
+    array_object* a =
+        alloc_array(view->ndim, view->data, view->dtype,
+                    {view->memory_kind, view->device, view->stream,
+                     view->flags & ARRAYPORT_VIEW_READONLY});
     for (int i = 0; i < view->ndim; ++i) {
       a->extents[i] = view->shape[i];
       a->extents[view->ndim + i] = view->strides[i];
     }
-    a->view.data = view->data;
-    a->view.dtype = view->dtype;
-    a->view.memory_kind = view->memory_kind;
-    a->view.device = view->device;
-    a->view.stream = view->stream;
-    a->view.flags = view->flags & ARRAYPORT_VIEW_READONLY;
     a->base = Py_XNewRef(owner);
     return reinterpret_cast<PyObject*>(a);
   });

@@ -76,7 +76,7 @@ operand held_buffer::to_operand(const char* what) const {
                                      stride_unit::bytes);
   if (l.count > 0 && (!m_view.buf || !fits_address_space(m_view.buf, l)))
     throw value_error(std::string(what) + ": the buffer's shape " +
-                      shape_string(op.shape.data(), op.shape.size()) +
+                      shape_string(op.shape) +
                       " and strides reach outside the address space");
   if (!m_view.strides) op.strides = c_strides(op.shape, op.dt.itemsize());
   // Registered or pinned host memory (and managed memory) is read by the GPU asynchronously.
@@ -199,8 +199,8 @@ operand staged(const operand& src, stream_handle stream, buffer& storage, const 
 operand broadcast_to(operand v, const std::vector<std::int64_t>& shape, const char* what) {
   const auto fail = [&] {
     throw value_error(std::string(what) + ": could not broadcast input array from shape " +
-                      shape_string(v.shape.data(), v.shape.size()) + " into shape " +
-                      shape_string(shape.data(), shape.size()));
+                      shape_string(v.shape) + " into shape " +
+                      shape_string(shape));
   };
   std::size_t drop = 0;
   while (v.shape.size() - drop > shape.size() && v.shape[drop] == 1) ++drop;

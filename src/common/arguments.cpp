@@ -86,16 +86,19 @@ bool bool_arg(PyObject* obj, const char* what, const char* name) {
 std::optional<int> device_arg(PyObject* obj, const char* what, const char* name, bool needs_device,
                               bool none_ok) {
   if (obj == Py_None && none_ok) return std::nullopt;
-  int index = 0;
-  // A Device was checked when it was made.
-  if (g_cuda.device_index_of && g_cuda.device_index_of(obj, index)) return index;
   const std::string prefix = arg_prefix(what, name);
-  if (obj == Py_None || PyBool_Check(obj) || !PyIndex_Check(obj))
-    throw type_error(prefix + "expected " +
-                     (none_ok ? "None, an int or an arrayport.cuda.Device"
-                              : "an int or an arrayport.cuda.Device") +
-                     ", got " + type_name_of(obj));
-  nb::object v = as_index(obj, prefix, "a device index");
+  nb::object v;
+  int index = 0;
+  if (g_cuda.device_index_of && g_cuda.device_index_of(obj, index)) {
+    v = nb::int_(index);  // a Device: its index takes the int's path, so both behave alike
+  } else {
+    if (obj == Py_None || PyBool_Check(obj) || !PyIndex_Check(obj))
+      throw type_error(prefix + "expected " +
+                       (none_ok ? "None, an int or an arrayport.cuda.Device"
+                                : "an int or an arrayport.cuda.Device") +
+                       ", got " + type_name_of(obj));
+    v = as_index(obj, prefix, "a device index");
+  }
   int overflow = 0;
   const long long i = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
   if (i == -1 && PyErr_Occurred()) throw nb::python_error();

@@ -11,6 +11,7 @@
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 
+#include <cstdint>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -105,6 +106,14 @@ void device_exit(py_device& d, nb::handle, nb::handle, nb::handle) {
 bool device_eq(const py_device& a, const py_device& b) { return a.index == b.index; }
 int device_hash(const py_device& d) { return d.index; }
 
+// A Device not checked against this machine's devices: the tests of a machine without a GPU
+// pass it wherever device= takes one.
+py_device unchecked_device(nb::handle i) {
+  return py_device{static_cast<int>(int_arg(i.ptr(), "_unchecked_device", "i", 0, INT32_MAX,
+                                            "a device index >= 0")),
+                   {}};
+}
+
 std::string device_repr(const py_device& d) {
   std::string r = "<arrayport.cuda.Device " + std::to_string(d.index);
   try {
@@ -172,6 +181,10 @@ void register_device(nb::module_& m) {
       .def("__eq__", &device_eq, nb::is_operator())
       .def("__hash__", &device_hash)
       .def("__repr__", &device_repr);
+  m.def("_unchecked_device", &unchecked_device, "i"_a.none(),
+        nb::sig("def _unchecked_device(i: int) -> Device"),
+        "Test hook: a Device of index i, not checked against this machine's devices (tests of "
+        "device= on a machine without a GPU).");
 }
 
 }  // namespace arrayport::ext
