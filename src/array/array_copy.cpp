@@ -48,13 +48,15 @@ nb::object to_numpy(array_object* a, stream_handle stream, const char* what, con
     throw type_error("get(): NumPy has no bfloat16 dtype; view it as uint16 (a.view('uint16')) or "
                      "export it through DLPack");
   nb::module_ np = import_numpy("get()");
-  nb::object out = np.attr("empty")(nb::steal(tuple_of(a->view.shape, a->view.ndim)), to_typestr(dt));
+  nb::object out =
+      np.attr("empty")(nb::steal(tuple_of(a->view.shape, a->view.ndim)), to_typestr(dt));
   held_buffer target(out.ptr(), true);
   operand dst = target.to_operand("get()");
   copy_ordered(dst, operand_of(a), stream, what);
   {
     gil_release release;
-    runtime::stream_synchronize(stream, array_device(a));  // the caller reads it on return; this stream only
+    // The caller reads it on return: this stream only.
+    runtime::stream_synchronize(stream, array_device(a));
   }
   return out;
 }
@@ -68,7 +70,8 @@ nb::object converted(PyObject* value, dtype to, stream_handle stream, const char
                      "bfloat16 array");
   nb::module_ np = import_numpy(std::string(what) + ": converting to " + std::string(to.name()));
   // An Array goes through get(): device memory has no buffer protocol.
-  nb::object host = is_array(value) ? to_numpy(as_array(value), stream, op, what) : nb::borrow(value);
+  nb::object host =
+      is_array(value) ? to_numpy(as_array(value), stream, op, what) : nb::borrow(value);
   return np.attr("asarray")(host, to_typestr(to));
 }
 
@@ -78,9 +81,6 @@ bool is_python_scalar(PyObject* v) {
   return PyLong_Check(v) || PyFloat_Check(v) || PyComplex_Check(v);  // bool is an int
 }
 
-// dst[...] = value: a Python number, an arrayport Array, a buffer exporter (NumPy), an array that
-// speaks DLPack or the CUDA array interface (CuPy, PyTorch, JAX, Numba; viewed, not copied), or a
-// sequence, broadcast to dst's shape and converted to its dtype as NumPy would.
 // Whether `value`'s type exports DLPack or the CUDA array interface: an array even when it also
 // implements the number protocol, as a PyTorch tensor does.
 bool speaks_array_protocol(PyObject* value) {
@@ -89,8 +89,12 @@ bool speaks_array_protocol(PyObject* value) {
          PyObject_HasAttrString(type, "__cuda_array_interface__") == 1;
 }
 
-// `what` names the value argument, `op` the operation.
-void assign(const operand& dst, PyObject* value, stream_handle stream, const char* what, const char* op) {
+// dst[...] = value: a Python number, an arrayport Array, a buffer exporter (NumPy), an array that
+// speaks DLPack or the CUDA array interface (CuPy, PyTorch, JAX, Numba; viewed, not copied), or a
+// sequence, broadcast to dst's shape and converted to its dtype as NumPy would. `what` names the
+// value argument, `op` the operation.
+void assign(const operand& dst, PyObject* value, stream_handle stream, const char* what,
+            const char* op) {
   runtime::require_reachable(dst.kind, op, "the array");
   if (dst.readonly) throw value_error(std::string(what) + ": assignment destination is read-only");
   if (!is_array(value) && (is_python_scalar(value) ||
@@ -146,7 +150,8 @@ void assign(const operand& dst, PyObject* value, stream_handle stream, const cha
   }
   runtime::require_reachable(src.kind, op, what);
   buffer temporary;
-  if (overlaps(dst, src)) src = staged(src, stream, temporary, op);  // as NumPy does: a[1:] = a[:-1]
+  if (overlaps(dst, src))
+    src = staged(src, stream, temporary, op);  // as NumPy does: a[1:] = a[:-1]
   copy_ordered(dst, broadcast_to(src, dst.shape, what), stream, op);
 }
 
@@ -154,8 +159,8 @@ void assign(const operand& dst, PyObject* value, stream_handle stream, const cha
 
 // A new C-contiguous Array of `kind` on `device` holding `src` (converted to `dt`), on `stream`
 // (what the argument `stream_obj` named).
-nb::object copy_to_new(PyObject* src_obj, const operand& src, dtype dt, memory_kind kind, int device,
-                       stream_handle stream, nb::handle stream_obj, const char* what) {
+nb::object copy_to_new(PyObject* src_obj, const operand& src, dtype dt, memory_kind kind,
+                       int device, stream_handle stream, nb::handle stream_obj, const char* what) {
   runtime::require_reachable(src.kind, what, "the source");  // before allocating
   const std::size_t bytes = src.packed_bytes(dt, what);  // count * itemsize of the new dtype
   // The copy runs on `stream`; the new Array is ordered on a stream of its own device (`stream`
@@ -207,10 +212,11 @@ PyObject* array_fill(PyObject* self, PyObject* value) {
     if (is_c_contiguous(a->view)) {  // zeros() and friends come here: no operand to build
       gil_release release;
       runtime::device_guard guard(
-          is_gpu_resident(kind) ? runtime::stream_device(a->view.stream, a->view.device.device_id) : -1);
-      ::arrayport::detail::strided_fill({a->view.data, nullptr, kind, array_device(a)}, a->view.shape,
-                                        a->view.ndim, element, dt.itemsize(), a->view.stream,
-                                        fill_kernel, "Array.fill");
+          is_gpu_resident(kind) ? runtime::stream_device(a->view.stream, a->view.device.device_id)
+                                : -1);
+      ::arrayport::detail::strided_fill({a->view.data, nullptr, kind, array_device(a)},
+                                        a->view.shape, a->view.ndim, element, dt.itemsize(),
+                                        a->view.stream, fill_kernel, "Array.fill");
     } else {
       fill_operand(operand_of(a), element, a->view.stream, "Array.fill");
     }
@@ -244,7 +250,8 @@ PyObject* array_copy(PyObject* self, PyObject* args, PyObject* kwargs) {
     runtime::require_reachable(src.kind, "Array.copy", "the array");
     const std::optional<memory_kind> mem = memory_arg(memory, "copy");
     const memory_kind kind = mem.value_or(src.kind);
-    const int dev = device_arg(device, "copy").value_or(mem && kind != src.kind ? -1 : device_of(src));
+    const int dev =
+        device_arg(device, "copy").value_or(mem && kind != src.kind ? -1 : device_of(src));
     return copy_to_new(self, src, dtype_arg(dtype_obj).value_or(src.dt), kind, dev,
                        parse_stream(stream, "copy"), stream, "copy");
   });
@@ -271,7 +278,8 @@ PyObject* array_copy_to(PyObject* self, PyObject* args, PyObject* kwargs) {
                        "buffer protocol, got " + type_name_of(dst_obj));
     }
     runtime::require_reachable(dst.kind, "Array.copy_to", "dst");
-    if (dst.readonly) throw value_error("copy_to: dst is read-only (assignment destination is read-only)");
+    if (dst.readonly)
+      throw value_error("copy_to: dst is read-only (assignment destination is read-only)");
     if (dst.shape != src.shape)
       throw value_error("copy_to: dst: expected shape " + shape_string(src.shape) +
                         " (the source's), got " + shape_string(dst.shape));
@@ -303,7 +311,8 @@ PyObject* array_to(PyObject* self, PyObject* args, PyObject* kwargs) {
     const bool force_copy = bool_arg(copy, "to", "copy");
     const memory_kind asked = mem.value_or(src.kind);
     if (!runtime::is_reachable(src.kind)) {  // itself where nothing changes; no copy can be made
-      if (asked == src.kind && dev_arg.value_or(src.device) == src.device && dt == src.dt && !force_copy)
+      if (asked == src.kind && dev_arg.value_or(src.device) == src.device && dt == src.dt &&
+          !force_copy)
         return nb::borrow(self);
       runtime::require_reachable(src.kind, "Array.to", "the array");
     }
@@ -340,25 +349,30 @@ void register_copy_functions(nb::module_& m) {
         "A C-contiguous copy of an Array (in its memory unless memory= is given) or of a "
         "buffer-protocol object such as a NumPy array (in the default memory), asynchronous on "
         "the stream.");
-  m.def("to_gpu", [](nb::handle a, nb::handle stream, nb::handle device, nb::handle dtype_obj) -> nb::object {
-          const stream_handle s = parse_stream(stream, "to_gpu");
-          const int dev = device_arg(device.ptr(), "to_gpu").value_or(-1);
-          if (is_array(a.ptr())) {
-            const operand src = operand_of(as_array(a.ptr()));
-            runtime::require_reachable(src.kind, "to_gpu", "a");
-            return copy_to_new(a.ptr(), src, dtype_arg(dtype_obj.ptr()).value_or(src.dt),
-                               memory_kind::device, dev, s, stream, "to_gpu");
-          }
-          if (!PyObject_CheckBuffer(a.ptr()))
-            throw type_error("to_gpu: a: expected a NumPy array or another object with the buffer "
-                             "protocol, got " + type_name_of(a.ptr()));
-          held_buffer held(a.ptr(), false);
-          const operand src = held.to_operand("to_gpu: a");
+  m.def(
+      "to_gpu",
+      [](nb::handle a, nb::handle stream, nb::handle device, nb::handle dtype_obj) -> nb::object {
+        const stream_handle s = parse_stream(stream, "to_gpu");
+        const int dev = device_arg(device.ptr(), "to_gpu").value_or(-1);
+        if (is_array(a.ptr())) {
+          const operand src = operand_of(as_array(a.ptr()));
+          runtime::require_reachable(src.kind, "to_gpu", "a");
           return copy_to_new(a.ptr(), src, dtype_arg(dtype_obj.ptr()).value_or(src.dt),
                              memory_kind::device, dev, s, stream, "to_gpu");
-        }, "a"_a.none(), "stream"_a = nb::none(), "device"_a = nb::none(), "dtype"_a = nb::none(),
-        "A device-memory Array holding a copy of a host array (PyCUDA's gpuarray.to_gpu): any "
-        "object with the buffer protocol, any strides.");
+        }
+        if (!PyObject_CheckBuffer(a.ptr()))
+          throw type_error(
+              "to_gpu: a: expected a NumPy array or another object with the buffer "
+              "protocol, got " +
+              type_name_of(a.ptr()));
+        held_buffer held(a.ptr(), false);
+        const operand src = held.to_operand("to_gpu: a");
+        return copy_to_new(a.ptr(), src, dtype_arg(dtype_obj.ptr()).value_or(src.dt),
+                           memory_kind::device, dev, s, stream, "to_gpu");
+      },
+      "a"_a.none(), "stream"_a = nb::none(), "device"_a = nb::none(), "dtype"_a = nb::none(),
+      "A device-memory Array holding a copy of a host array (PyCUDA's gpuarray.to_gpu): any "
+      "object with the buffer protocol, any strides.");
 }
 
 }  // namespace arrayport::ext

@@ -75,7 +75,8 @@ PyObject* get_array_interface(PyObject* self, void*) {
   }
   return guarded<PyObject*>(nullptr, [&] {
     runtime::require_reachable(kind, "Array.__array_interface__", "the array");  // managed memory
-    runtime::stream_synchronize(a->view.stream, array_device(a));  // host readers see completed device writes
+    // Host readers see completed device writes.
+    runtime::stream_synchronize(a->view.stream, array_device(a));
     return interface_dict(a, false);
   });
 }
@@ -89,14 +90,17 @@ int array_getbuffer(PyObject* self, Py_buffer* view, int flags) {
   const bool readonly = (a->view.flags & ARRAYPORT_VIEW_READONLY) != 0;
   const bool c = is_c_contiguous(a->view), f = is_f_contiguous(a->view);
   if (!is_host_accessible(kind))
-    fail = "arrayport.Array: the buffer protocol needs host-accessible memory, but this array is "
-           "in device memory; use .get() for a NumPy copy, or __cuda_array_interface__ / __dlpack__";
+    fail =
+        "arrayport.Array: the buffer protocol needs host-accessible memory, but this array is "
+        "in device memory; use .get() for a NumPy copy, or __cuda_array_interface__ / __dlpack__";
   else if ((flags & PyBUF_WRITABLE) == PyBUF_WRITABLE && readonly)
     fail = "arrayport.Array: a writable buffer was requested from a read-only array";
   else if ((flags & PyBUF_C_CONTIGUOUS) == PyBUF_C_CONTIGUOUS && !c)
     fail = "arrayport.Array: a C-contiguous buffer was requested from a non-C-contiguous array";
   else if ((flags & PyBUF_F_CONTIGUOUS) == PyBUF_F_CONTIGUOUS && !f)
-    fail = "arrayport.Array: a Fortran-contiguous buffer was requested from a non-Fortran-contiguous array";
+    fail =
+        "arrayport.Array: a Fortran-contiguous buffer was requested from a non-Fortran-contiguous "
+        "array";
   else if ((flags & PyBUF_ANY_CONTIGUOUS) == PyBUF_ANY_CONTIGUOUS && !c && !f)
     fail = "arrayport.Array: a contiguous buffer was requested from a non-contiguous array";
   else if ((flags & PyBUF_STRIDES) != PyBUF_STRIDES && !c)
@@ -117,7 +121,8 @@ int array_getbuffer(PyObject* self, Py_buffer* view, int flags) {
   }
   if (guarded<int>(-1, [&] {
         runtime::require_reachable(kind, "Array (buffer protocol)", "the array");  // managed memory
-        runtime::stream_synchronize(a->view.stream, array_device(a));  // device writes complete before host reads
+        // Device writes complete before host reads.
+        runtime::stream_synchronize(a->view.stream, array_device(a));
         return 0;
       }) != 0) {
     view->obj = nullptr;

@@ -64,7 +64,8 @@ basic_index resolve_basic_index(array_object* a, PyObject* key) {
       // step may overflow it (in bytes, as .strides reports it), and any stride is as good:
       // NumPy's product where it fits, else the axis's own.
       std::int64_t stride = 0, bytes = 0;
-      if (arrayport::detail::mul_overflow(a->view.strides[axis], static_cast<std::int64_t>(step), &stride) ||
+      if (arrayport::detail::mul_overflow(a->view.strides[axis], static_cast<std::int64_t>(step),
+                                          &stride) ||
           arrayport::detail::mul_overflow(stride, itemsize, &bytes))
         stride = a->view.strides[axis];
       strides.push_back(stride);
@@ -89,7 +90,8 @@ basic_index resolve_basic_index(array_object* a, PyObject* key) {
   }
   while (axis < a->view.ndim) keep_axis(axis++);
   if (shape.size() > ARRAYPORT_MAX_NDIM)
-    index_error("the result would have more than " + std::to_string(ARRAYPORT_MAX_NDIM) + " dimensions");
+    index_error("the result would have more than " + std::to_string(ARRAYPORT_MAX_NDIM) +
+                " dimensions");
   // In bounds of an addressable layout (layout.hpp): the offset is inside its span.
   std::int64_t offset = 0;
   if (!element_offset(first.data(), a->view.strides, a->view.ndim, offset) ||
@@ -123,7 +125,8 @@ PyObject* array_transpose(PyObject* self, PyObject* args) {
     if (PyTuple_GET_SIZE(args) == 1 && PyTuple_GET_ITEM(args, 0) == Py_None) axes = nb::tuple();
     std::vector<int> given;  // every axis an int before the count is compared (NumPy's order)
     for (nb::handle h : axes)
-      given.push_back(static_cast<int>(int_arg(h.ptr(), "transpose", "axes", INT32_MIN, INT32_MAX, "ints that fit an int")));
+      given.push_back(static_cast<int>(
+          int_arg(h.ptr(), "transpose", "axes", INT32_MIN, INT32_MAX, "ints that fit an int")));
     if (given.empty()) {
       for (int i = ndim - 1; i >= 0; --i) perm.push_back(i);
     } else {
@@ -133,9 +136,11 @@ PyObject* array_transpose(PyObject* self, PyObject* args) {
       std::vector<bool> seen(static_cast<std::size_t>(ndim), false);
       for (int ax : given) {
         if (ax < -ndim || ax >= ndim)
-          throw value_error("transpose: axis " + std::to_string(ax) + " is out of bounds for an array of dimension " + std::to_string(ndim));
+          throw value_error("transpose: axis " + std::to_string(ax) +
+                            " is out of bounds for an array of dimension " + std::to_string(ndim));
         if (ax < 0) ax += ndim;
-        if (seen[static_cast<std::size_t>(ax)]) throw value_error("transpose: repeated axis " + std::to_string(ax));
+        if (seen[static_cast<std::size_t>(ax)])
+          throw value_error("transpose: repeated axis " + std::to_string(ax));
         seen[static_cast<std::size_t>(ax)] = true;
         perm.push_back(ax);
       }
@@ -145,8 +150,8 @@ PyObject* array_transpose(PyObject* self, PyObject* args) {
       shape.push_back(a->view.shape[ax]);
       strides.push_back(a->view.strides[ax]);
     }
-    return make_view(a, static_cast<char*>(a->view.data), shape, strides, dtype::from_c(a->view.dtype),
-                     "transpose");
+    return make_view(a, static_cast<char*>(a->view.data), shape, strides,
+                     dtype::from_c(a->view.dtype), "transpose");
   });
 }
 
@@ -159,16 +164,19 @@ PyObject* get_T(PyObject* self, void*) {
 PyObject* array_reshape(PyObject* self, PyObject* args) {
   return guarded<PyObject*>(nullptr, [&]() -> PyObject* {
     array_object* a = as_array(self);
-    nb::handle spec = PyTuple_GET_SIZE(args) == 1 ? nb::handle(PyTuple_GET_ITEM(args, 0)) : nb::handle(args);
+    nb::handle spec =
+        PyTuple_GET_SIZE(args) == 1 ? nb::handle(PyTuple_GET_ITEM(args, 0)) : nb::handle(args);
     std::vector<std::int64_t> shape;
     int infer = -1;
     auto add = [&](nb::handle h) {
-      std::int64_t e = int_arg(h.ptr(), "reshape", "shape", INT64_MIN, INT64_MAX, "ints that fit int64");
+      std::int64_t e =
+          int_arg(h.ptr(), "reshape", "shape", INT64_MIN, INT64_MAX, "ints that fit int64");
       if (e == -1) {
         if (infer >= 0) throw value_error("reshape: can only specify one unknown dimension (-1)");
         infer = static_cast<int>(shape.size());
       } else if (e < 0) {
-        throw value_error("reshape: shape: expected non-negative extents or -1, got " + std::to_string(e));
+        throw value_error("reshape: shape: expected non-negative extents or -1, got " +
+                          std::to_string(e));
       }
       shape.push_back(e);
     };
@@ -192,19 +200,21 @@ PyObject* array_reshape(PyObject* self, PyObject* args) {
     const std::int64_t size = element_count(a->view);
     if (infer >= 0) {
       if (known == 0 || size % known != 0)
-        throw value_error("reshape: cannot reshape an array of size " + std::to_string(size) + " into the given shape");
+        throw value_error("reshape: cannot reshape an array of size " + std::to_string(size) +
+                          " into the given shape");
       shape[static_cast<std::size_t>(infer)] = size / known;
     } else if (known != size) {
       throw value_error("reshape: cannot reshape an array of size " + std::to_string(size) +
                         " into a shape of size " + std::to_string(known));
     }
     if (!is_c_contiguous(a->view))
-      throw value_error("reshape: only C-contiguous arrays can be reshaped without a copy; this one "
-                        "is not (copy it first)");
+      throw value_error(
+          "reshape: only C-contiguous arrays can be reshaped without a copy; this one "
+          "is not (copy it first)");
     std::vector<std::int64_t> strides(shape.size());
     compact_strides(shape.data(), ndim, strides.data(), static_cast<std::int64_t>(itemsize_of(a)));
-    return make_view(a, static_cast<char*>(a->view.data), shape, strides, dtype::from_c(a->view.dtype),
-                     "reshape");
+    return make_view(a, static_cast<char*>(a->view.data), shape, strides,
+                     dtype::from_c(a->view.dtype), "reshape");
   });
 }
 
@@ -213,7 +223,8 @@ PyObject* array_reshape(PyObject* self, PyObject* args) {
 PyObject* array_view(PyObject* self, PyObject* args, PyObject* kwargs) {
   static const char* keywords[] = {"dtype", nullptr};
   PyObject* dtype_obj = Py_None;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:view", const_cast<char**>(keywords), &dtype_obj))
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:view", const_cast<char**>(keywords),
+                                   &dtype_obj))
     return nullptr;
   return guarded<PyObject*>(nullptr, [&]() -> PyObject* {
     array_object* a = as_array(self);
@@ -227,9 +238,11 @@ PyObject* array_view(PyObject* self, PyObject* args, PyObject* kwargs) {
     if (old_size != new_size) {
       const std::string what = "view: dtype " + std::string(to.name()) + " (itemsize " +
                                std::to_string(new_size) + ") of an array of " +
-                               std::string(from.name()) + " (itemsize " + std::to_string(old_size) + ")";
+                               std::string(from.name()) + " (itemsize " + std::to_string(old_size) +
+                               ")";
       if (ndim == 0)
-        throw value_error(what + ": a 0-d array can only be viewed as a dtype of the same itemsize");
+        throw value_error(what +
+                          ": a 0-d array can only be viewed as a dtype of the same itemsize");
       const std::size_t last = static_cast<std::size_t>(ndim - 1);
       if (shape[last] != 1 && element_count(a->view) != 0 && strides[last] != 1)
         throw value_error(what + ": the last axis must be contiguous, but its stride is " +

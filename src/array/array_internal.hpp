@@ -43,7 +43,8 @@ inline bool is_f_contiguous(const arrayport_view_t& v) noexcept {
 /// The CUDA device of an Array's device or managed memory, whose default stream a default-stream
 /// handle in the Array names; -1 for host kinds (the current device's).
 inline int array_device(const array_object* a) noexcept {
-  return is_gpu_resident(static_cast<memory_kind>(a->view.memory_kind)) ? a->view.device.device_id : -1;
+  return is_gpu_resident(static_cast<memory_kind>(a->view.memory_kind)) ? a->view.device.device_id
+                                                                        : -1;
 }
 
 inline bool is_readonly(const array_object* a) noexcept {

@@ -119,7 +119,8 @@ PyObject* array_int(PyObject* self) {
 }
 
 PyObject* array_float(PyObject* self) {
-  return guarded<PyObject*>(nullptr, [&] { return PyNumber_Float(scalar_of(self, "float", false).ptr()); });
+  return guarded<PyObject*>(nullptr,
+                            [&] { return PyNumber_Float(scalar_of(self, "float", false).ptr()); });
 }
 
 PyObject* array_complex(PyObject* self, PyObject*) {

@@ -30,7 +30,8 @@ std::vector<unsigned char> leading_elements(array_object* a, std::int64_t count)
   for (std::int64_t i = 0; i < count; ++i) {
     std::int64_t offset = 0;  // in bounds of the Array's checked layout: cannot overflow
     element_offset(index.data(), a->view.strides, ndim, offset);
-    const char* element = static_cast<const char*>(a->view.data) + offset * static_cast<std::int64_t>(itemsize);
+    const char* element =
+        static_cast<const char*>(a->view.data) + offset * static_cast<std::int64_t>(itemsize);
     unsigned char* out = head.data() + static_cast<std::size_t>(i) * itemsize;
     if (is_host_accessible(kind)) std::memcpy(out, element, itemsize);
     else runtime::memcpy_async(out, memory_kind::host, element, kind, itemsize, a->view.stream,
@@ -77,10 +78,12 @@ PyObject* array_repr(PyObject* self) {
       values = "<" + std::string(to_string(kind)) + " memory, not readable here>";
     }
     const std::string shape = shape_string(a->view.shape, a->view.ndim);
-    std::string device = is_gpu_resident(kind) ? ", device=" + std::to_string(a->view.device.device_id) : "";
+    std::string device =
+        is_gpu_resident(kind) ? ", device=" + std::to_string(a->view.device.device_id) : "";
     std::string r = "arrayport.Array(" + values + ", dtype=" + std::string(dt.name()) +
-                    ", shape=" + shape + ", memory='" + std::string(to_string(kind)) + "'" + device +
-                    ((a->view.flags & ARRAYPORT_VIEW_READONLY) ? ", readonly=True" : "") + ")";
+                    ", shape=" + shape + ", memory='" + std::string(to_string(kind)) + "'" +
+                    device + ((a->view.flags & ARRAYPORT_VIEW_READONLY) ? ", readonly=True" : "") +
+                    ")";
     return PyUnicode_FromString(r.c_str());
   });
 }

@@ -94,13 +94,18 @@ PyGetSetDef array_getset[] = {
     {"itemsize", get_itemsize, nullptr, "Bytes per element.", nullptr},
     {"nbytes", get_nbytes, nullptr,
      "size * itemsize, as NumPy's: also for zero or overlapping strides (a broadcast view), where "
-     "the memory spanned is smaller; what copy() allocates.", nullptr},
-    {"ptr", get_ptr, nullptr, "Address of the first element, an int (for ctypes and raw APIs).", nullptr},
+     "the memory spanned is smaller; what copy() allocates.",
+     nullptr},
+    {"ptr", get_ptr, nullptr, "Address of the first element, an int (for ctypes and raw APIs).",
+     nullptr},
     {"memory", get_memory, nullptr, "'device', 'managed', 'pinned' or 'host'.", nullptr},
-    {"device", get_device, nullptr, "(device type, device id), e.g. ('cuda', 0) or ('cpu', 0).", nullptr},
+    {"device", get_device, nullptr, "(device type, device id), e.g. ('cuda', 0) or ('cpu', 0).",
+     nullptr},
     {"readonly", get_readonly, nullptr, "True when writes are not allowed.", nullptr},
-    {"base", get_base, nullptr, "The object a view keeps alive, or None for an owning array.", nullptr},
-    {"dtype", get_dtype, nullptr, "A NumPy dtype when NumPy is installed, else the dtype name.", nullptr},
+    {"base", get_base, nullptr, "The object a view keeps alive, or None for an owning array.",
+     nullptr},
+    {"dtype", get_dtype, nullptr, "A NumPy dtype when NumPy is installed, else the dtype name.",
+     nullptr},
     {"c_contiguous", get_c_contiguous, nullptr, "C-order contiguity.", nullptr},
     {"f_contiguous", get_f_contiguous, nullptr, "Fortran-order contiguity.", nullptr},
     {"T", get_T, nullptr, "The transpose (a view).", nullptr},
@@ -289,14 +294,15 @@ PyObject* array_from_view(const arrayport_view_t* view, PyObject* owner) noexcep
       throw type_error("array_from_view: unsupported dtype " +
                        arrayport::detail::describe(dtype::from_c(view->dtype)));
     if (view->memory_kind > ARRAYPORT_MEMORY_MANAGED)
-      throw value_error("array_from_view: unknown memory kind " + std::to_string(view->memory_kind));
+      throw value_error("array_from_view: unknown memory kind " +
+                        std::to_string(view->memory_kind));
     if (view->ndim > 0 && (!view->shape || !view->strides))
       throw value_error("array_from_view: shape and strides must not be NULL for " +
                         std::to_string(view->ndim) + " dimensions");
     const layout_info l = check_layout("array_from_view", *view);
     if (l.count > 0 && !view->data)
-      throw value_error("array_from_view: data is NULL but the view has " + std::to_string(l.count) +
-                        " elements");
+      throw value_error("array_from_view: data is NULL but the view has " +
+                        std::to_string(l.count) + " elements");
     array_object* a =
         alloc_array(view->ndim, view->data, view->dtype,
                     {view->memory_kind, view->device, view->stream,

@@ -23,8 +23,8 @@ int location_arg(PyObject* device, int fallback, const char* what) {
   if (PyUnicode_Check(device)) {
     std::string name = nb::borrow<nb::str>(device).c_str();
     if (name == "cpu" || name == "host") return -1;
-    throw value_error(std::string(what) + ": device: expected a device index, -1, 'cpu' or None, got '" +
-                      name + "'");
+    throw value_error(std::string(what) +
+                      ": device: expected a device index, -1, 'cpu' or None, got '" + name + "'");
   }
   if (!PyBool_Check(device) && PyLong_Check(device) && PyLong_AsLongLong(device) == -1 &&
       !PyErr_Occurred())
@@ -66,8 +66,8 @@ PyObject* array_prefetch(PyObject* self, PyObject* args, PyObject* kwargs) {
 PyObject* array_advise(PyObject* self, PyObject* args, PyObject* kwargs) {
   static const char* keywords[] = {"advice", "device", nullptr};
   PyObject *advice = nullptr, *device = Py_None;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O:advise", const_cast<char**>(keywords), &advice,
-                                   &device))
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O:advise", const_cast<char**>(keywords),
+                                   &advice, &device))
     return nullptr;
   return guarded_object([&] {
     static const std::pair<const char*, runtime::mem_advice> names[] = {
@@ -81,12 +81,14 @@ PyObject* array_advise(PyObject* self, PyObject* args, PyObject* kwargs) {
                            "'set_preferred_location', 'unset_preferred_location', "
                            "'set_accessed_by', 'unset_accessed_by'";
     if (!PyUnicode_Check(advice))
-      throw type_error(std::string("advise: advice: ") + expected + ", got " + type_name_of(advice));
+      throw type_error(std::string("advise: advice: ") + expected + ", got " +
+                       type_name_of(advice));
     const std::string name = nb::borrow<nb::str>(advice).c_str();
     const runtime::mem_advice* chosen = nullptr;
     for (const auto& [n, v] : names)
       if (name == n) chosen = &v;
-    if (!chosen) throw value_error(std::string("advise: advice: ") + expected + ", got '" + name + "'");
+    if (!chosen)
+      throw value_error(std::string("advise: advice: ") + expected + ", got '" + name + "'");
     array_object* a = as_array(self);
     const operand op = operand_of(a);
     const int where = location_arg(device, op.device, "advise");  // arguments first

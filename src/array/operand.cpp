@@ -27,7 +27,8 @@ operand operand_of(array_object* a, char* data, const std::vector<std::int64_t>&
   op.shape = shape;
   const auto item = static_cast<std::int64_t>(op.dt.itemsize());
   op.strides.resize(element_strides.size());
-  for (std::size_t i = 0; i < element_strides.size(); ++i) op.strides[i] = element_strides[i] * item;
+  for (std::size_t i = 0; i < element_strides.size(); ++i)
+    op.strides[i] = element_strides[i] * item;
   op.kind = static_cast<memory_kind>(a->view.memory_kind);
   op.device = is_gpu_resident(op.kind) ? a->view.device.device_id : -1;
   op.stream = a->view.stream;
@@ -71,9 +72,9 @@ operand held_buffer::to_operand(const char* what) const {
   op.shape.assign(m_view.shape, m_view.shape + m_view.ndim);
   if (m_view.strides) op.strides.assign(m_view.strides, m_view.strides + m_view.ndim);
   // A foreign exporter's layout is checked like any other import (layout.hpp).
-  const layout_info l = check_layout(what, op.shape.data(), m_view.strides ? op.strides.data() : nullptr,
-                                     m_view.ndim, static_cast<std::int64_t>(op.dt.itemsize()),
-                                     stride_unit::bytes);
+  const layout_info l =
+      check_layout(what, op.shape.data(), m_view.strides ? op.strides.data() : nullptr, m_view.ndim,
+                   static_cast<std::int64_t>(op.dt.itemsize()), stride_unit::bytes);
   if (l.count > 0 && (!m_view.buf || !fits_address_space(m_view.buf, l)))
     throw value_error(std::string(what) + ": the buffer's shape " +
                       shape_string(op.shape) +
@@ -111,8 +112,8 @@ int copy_device(const operand& dst, const operand& src, stream_handle stream) {
 // ARRAYPORT_P2P_DISABLE): staged through pinned host memory. The source side is packed on its own
 // device and waited for; the destination side is scattered on its device's default stream, which
 // `stream` (of `device`) is then ordered after.
-void copy_staged_between_devices(const operand& dst, const operand& src, stream_handle stream, int device,
-                                 const char* what) {
+void copy_staged_between_devices(const operand& dst, const operand& src, stream_handle stream,
+                                 int device, const char* what) {
   buffer host(src.packed_bytes(src.dt, what), memory_kind::pinned, -1, nullptr);
   operand packed = src;
   packed.data = static_cast<char*>(host.data());
@@ -121,7 +122,8 @@ void copy_staged_between_devices(const operand& dst, const operand& src, stream_
   packed.device = -1;
   {
     runtime::device_guard guard(src.device);
-    runtime::order_streams(stream, device, nullptr, src.device);  // earlier work on the copy's stream
+    // Earlier work on the copy's stream.
+    runtime::order_streams(stream, device, nullptr, src.device);
     if (src.ordered) runtime::order_streams(src.stream, src.device, nullptr, src.device);
     ::arrayport::detail::strided_copy(packed.side(), src.side(), src.shape.data(), src.ndim(),
                                       src.dt.itemsize(), nullptr, copy_kernel, what);
@@ -173,7 +175,8 @@ void copy_ordered(const operand& dst, const operand& src, stream_handle stream, 
   if (src.ordered) runtime::order_streams(stream, device, src.stream, stream_device_of(src));
   // A foreign buffer is released when the call returns; the GPU may still be reading memory it
   // can address directly (pinned or managed), so wait for this stream (not the device).
-  if ((src.foreign && src.kind != memory_kind::host) || (dst.foreign && dst.kind != memory_kind::host))
+  if ((src.foreign && src.kind != memory_kind::host) ||
+      (dst.foreign && dst.kind != memory_kind::host))
     runtime::stream_synchronize(stream);
 }
 
@@ -217,14 +220,15 @@ operand broadcast_to(operand v, const std::vector<std::int64_t>& shape, const ch
   return out;
 }
 
-void fill_operand(const operand& dst, const unsigned char* element, stream_handle stream, const char* what) {
+void fill_operand(const operand& dst, const unsigned char* element, stream_handle stream,
+                  const char* what) {
   runtime::require_reachable(dst.kind, what, "the array");
   gil_release release;
   const int device = runtime::is_available() ? runtime::stream_device(stream, dst.device) : -1;
   runtime::device_guard guard(device);
   if (dst.ordered) runtime::order_streams(dst.stream, dst.device, stream, device);
-  ::arrayport::detail::strided_fill(dst.side(), dst.shape.data(), dst.ndim(), element, dst.dt.itemsize(),
-                                    stream, fill_kernel, what);
+  ::arrayport::detail::strided_fill(dst.side(), dst.shape.data(), dst.ndim(), element,
+                                    dst.dt.itemsize(), stream, fill_kernel, what);
   if (dst.ordered) runtime::order_streams(stream, device, dst.stream, dst.device);
 }
 

@@ -34,12 +34,15 @@ struct operand {
   /// The count and the bytes a packed copy as `as` needs: count * itemsize (layout.hpp, checked),
   /// never the span (a broadcast operand spans fewer). A value_error naming `what` past int64.
   layout_info packed(dtype as, const char* what) const {
-    return check_layout(what, shape.data(), nullptr, ndim(), static_cast<std::int64_t>(as.itemsize()));
+    return check_layout(what, shape.data(), nullptr, ndim(),
+                        static_cast<std::int64_t>(as.itemsize()));
   }
   std::size_t packed_bytes(dtype as, const char* what) const {
     return static_cast<std::size_t>(packed(as, what).nbytes);
   }
-  ::arrayport::detail::copy_operand side() const noexcept { return {data, strides.data(), kind, device}; }
+  ::arrayport::detail::copy_operand side() const noexcept {
+    return {data, strides.data(), kind, device};
+  }
 };
 
 /// C-order byte strides of `shape` (an operand's nbytes was checked, or it is empty).

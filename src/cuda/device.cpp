@@ -53,7 +53,8 @@ As a context manager it makes the device current and restores the previous one o
 exception. Blocks nest, per thread. Equal (and hashed) by index.)";
 
 void device_init(py_device* self, nb::handle i) {
-  const int index = i.is_none() ? owned_device(i, "Device") : cuda_device_arg(i, "Device", true, "i");
+  const int index =
+      i.is_none() ? owned_device(i, "Device") : cuda_device_arg(i, "Device", true, "i");
   new (self) py_device{index, {}};
 }
 

@@ -1,5 +1,5 @@
-"""src/'s folders are layers: a file includes only its own folder, the folders below it and the
-public headers (include/arrayport/). The order is docs/architecture.md's (and LAYOUT.md's)."""
+"""src/'s folders are layers: a file includes only its own folder, the folders below it (LAYERS,
+top to bottom) and the public headers (include/arrayport/, <...> includes)."""
 
 from __future__ import annotations
 
