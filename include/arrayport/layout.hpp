@@ -268,6 +268,14 @@ ARRAYPORT_HOST_DEVICE constexpr bool is_contiguous(const std::int64_t* shape,
   return true;
 }
 
+/// Contiguity of a C view (strides in elements), in C and in Fortran order.
+ARRAYPORT_HOST_DEVICE constexpr bool is_c_contiguous(const arrayport_view_t& v) noexcept {
+  return is_contiguous(v.shape, v.strides, v.ndim, true);
+}
+ARRAYPORT_HOST_DEVICE constexpr bool is_f_contiguous(const arrayport_view_t& v) noexcept {
+  return is_contiguous(v.shape, v.strides, v.ndim, false);
+}
+
 /// sum_k index[k] * strides[k]: the offset of an element in units of the strides. False on
 /// overflow (never for in-bounds indices of an addressable layout).
 ARRAYPORT_HOST_DEVICE constexpr bool element_offset(const std::int64_t* index,

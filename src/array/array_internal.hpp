@@ -32,14 +32,6 @@ inline std::int64_t element_count(const arrayport_view_t& v) noexcept {
   return element_count_or_minus_one(v.shape, v.ndim);
 }
 
-inline bool is_c_contiguous(const arrayport_view_t& v) noexcept {
-  return is_contiguous(v.shape, v.strides, v.ndim, true);
-}
-
-inline bool is_f_contiguous(const arrayport_view_t& v) noexcept {
-  return is_contiguous(v.shape, v.strides, v.ndim, false);
-}
-
 /// The CUDA device of an Array's device or managed memory, whose default stream a default-stream
 /// handle in the Array names; -1 for host kinds (the current device's).
 inline int array_device(const array_object* a) noexcept {
