@@ -2,9 +2,26 @@
 # instrumented fuzzing library (tests/fuzz) both build from this list.
 include("${CMAKE_CURRENT_LIST_DIR}/ops/sources.cmake")
 set(ARRAYPORT_CORE_SOURCES
-  module.cpp
-  array.cpp
+  module/module.cpp
+  module/runtime_info.cpp
+  bind/ops.cpp
+  bind/operands.cpp
+  bind/result.cpp
+  bind/elementwise.cpp
+  bind/reduce.cpp
+  bind/device.cpp
+  array/array_type.cpp
+  array/array_attributes.cpp
+  array/array_exports.cpp
+  array/array_indexing.cpp
+  array/array_numbers.cpp
+  array/array_repr.cpp
+  array/creation.cpp
   array/from_foreign.cpp
+  array/array_copy.cpp
+  array/operand.cpp
+  array/managed_memory.cpp
+  array/dlpack_export.cpp
   bridge/consume.cpp
   bridge/held.cpp
   bridge/type_cache.cpp
@@ -16,17 +33,11 @@ set(ARRAYPORT_CORE_SOURCES
   bridge/cai.cpp
   bridge/cupy.cpp
   bridge/jax.cpp
-  array_copy.cpp
-  dlpack_export.cpp
-  cuda.cpp
-  errors.cpp
-  scalars.cpp
-  arguments.cpp
-  runtime_info.cpp
-  bind/ops.cpp
-  bind/operands.cpp
-  bind/result.cpp
-  bind/elementwise.cpp
-  bind/reduce.cpp
-  bind/device.cpp
+  cuda/cuda.cpp
+  cuda/device.cpp
+  cuda/event.cpp
+  cuda/stream.cpp
+  common/errors.cpp
+  common/scalars.cpp
+  common/arguments.cpp
   ${ARRAYPORT_OPS_SOURCES})

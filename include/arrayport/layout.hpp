@@ -268,6 +268,14 @@ ARRAYPORT_HOST_DEVICE constexpr bool is_contiguous(const std::int64_t* shape,
   return true;
 }
 
+/// Contiguity of a C view (strides in elements), in C and in Fortran order.
+ARRAYPORT_HOST_DEVICE constexpr bool is_c_contiguous(const arrayport_view_t& v) noexcept {
+  return is_contiguous(v.shape, v.strides, v.ndim, true);
+}
+ARRAYPORT_HOST_DEVICE constexpr bool is_f_contiguous(const arrayport_view_t& v) noexcept {
+  return is_contiguous(v.shape, v.strides, v.ndim, false);
+}
+
 /// sum_k index[k] * strides[k]: the offset of an element in units of the strides. False on
 /// overflow (never for in-bounds indices of an addressable layout).
 ARRAYPORT_HOST_DEVICE constexpr bool element_offset(const std::int64_t* index,
@@ -441,6 +449,43 @@ inline layout_info check_layout(const char* what, const std::int64_t* shape,
 inline layout_info check_layout(const char* what, const arrayport_view_t& v) {
   return check_layout(what, v.shape, v.strides, v.ndim,
                       static_cast<std::int64_t>(dtype::from_c(v.dtype).itemsize()));
+}
+
+/// "(3, 4)", "(5,)", "()": a shape as Python prints it, for messages.
+inline std::string shape_string(const std::int64_t* shape, int ndim) {
+  return detail::tuple_string(shape, ndim);
+}
+inline std::string shape_string(const std::vector<std::int64_t>& shape) {
+  return detail::tuple_string(shape.data(), static_cast<int>(shape.size()));
+}
+
+/// The fields of a C view other than its layout: where the memory is and who keeps it.
+struct c_view_place {
+  std::uint32_t memory_kind;  ///< an arrayport_memory_kind_t value
+  arrayport_device_t device;
+  void* stream = nullptr;     ///< the stream the data is ready on (nullptr: legacy default)
+  std::uint32_t flags = 0;    ///< ARRAYPORT_VIEW_* bits
+  void* owner = nullptr;
+};
+
+/// A C view of the current ABI version: `shape` and `strides` (in elements) are the caller's and
+/// must outlive it. The one place a view's fields are filled.
+inline arrayport_view_t make_c_view(void* data, arrayport_dtype_t dtype, const std::int64_t* shape,
+                                    const std::int64_t* strides, int ndim,
+                                    const c_view_place& place) noexcept {
+  arrayport_view_t v{};
+  v.version = {ARRAYPORT_C_ABI_VERSION_MAJOR, ARRAYPORT_C_ABI_VERSION_MINOR};
+  v.data = data;
+  v.shape = shape;
+  v.strides = strides;
+  v.ndim = ndim;
+  v.dtype = dtype;
+  v.device = place.device;
+  v.memory_kind = place.memory_kind;
+  v.flags = place.flags;
+  v.owner = place.owner;
+  v.stream = place.stream;
+  return v;
 }
 
 }  // namespace arrayport

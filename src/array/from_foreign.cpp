@@ -3,10 +3,10 @@
 // extension modules import (the engine fills its own entries).
 #include "array/from_foreign.hpp"
 
-#include "array.hpp"
-#include "array_internal.hpp"
-#include "current_stream.hpp"
-#include "errors.hpp"
+#include "array/array.hpp"
+#include "array/array_internal.hpp"
+#include "cuda/current_stream.hpp"
+#include "common/errors.hpp"
 #include "bridge/consume.hpp"
 
 #include <arrayport/python/acquire.hpp>

@@ -4,10 +4,10 @@
 
 #include "bind/result.hpp"
 
-#include "../array.hpp"
-#include "../cuda.hpp"
-#include "../current_stream.hpp"
-#include "../gil.hpp"
+#include "array/array.hpp"
+#include "cuda/cuda.hpp"
+#include "cuda/current_stream.hpp"
+#include "common/gil.hpp"
 
 #include <arrayport/layout.hpp>
 #include <arrayport/runtime.hpp>

@@ -1,11 +1,11 @@
 // Reading the operands of arrayport.ops calls: Arrays, Python scalars and bridged arrays.
 #include "bind/operands.hpp"
 
-#include "../array.hpp"
-#include "../array_internal.hpp"
-#include "../arguments.hpp"
-#include "../gil.hpp"
-#include "../scalars.hpp"
+#include "array/array.hpp"
+#include "array/array_internal.hpp"
+#include "common/arguments.hpp"
+#include "common/gil.hpp"
+#include "common/scalars.hpp"
 
 #include <arrayport/layout.hpp>
 #include <arrayport/runtime.hpp>

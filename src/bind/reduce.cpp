@@ -5,11 +5,11 @@
 #include "bind/operands.hpp"
 #include "bind/result.hpp"
 
-#include "../array.hpp"
-#include "../array_internal.hpp"
-#include "../cuda.hpp"
-#include "../current_stream.hpp"
-#include "../gil.hpp"
+#include "array/array.hpp"
+#include "array/array_internal.hpp"
+#include "cuda/cuda.hpp"
+#include "cuda/current_stream.hpp"
+#include "common/gil.hpp"
 
 #include <arrayport/layout.hpp>
 

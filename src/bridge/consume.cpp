@@ -19,7 +19,7 @@
 #include "bridge/exchange.hpp"
 #include "bridge/jax.hpp"
 #include "bridge/type_cache.hpp"
-#include "errors.hpp"
+#include "common/errors.hpp"
 
 #include <arrayport/python/api.hpp>
 

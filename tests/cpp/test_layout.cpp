@@ -323,3 +323,42 @@ TEST(Layout, MessagesNameTheExactNumbers) {
                                       negative, nullptr, 2, 1),
             "z: expected non-negative extents, got shape (3, -2)");
 }
+
+TEST(Layout, ShapeStringsAreAsPythonPrintsTuples) {
+  const std::int64_t shape[] = {3, 4};
+  EXPECT_EQ(arrayport::shape_string(shape, 2), "(3, 4)");
+  EXPECT_EQ(arrayport::shape_string(shape, 1), "(3,)");
+  EXPECT_EQ(arrayport::shape_string(shape, 0), "()");
+  EXPECT_EQ(arrayport::shape_string(std::vector<std::int64_t>{0, max64}),
+            "(0, 9223372036854775807)");
+}
+
+TEST(Layout, MakeCViewFillsEveryField) {
+  const std::int64_t shape[] = {2, 3}, c_strides[] = {3, 1}, f_strides[] = {1, 2};
+  int data[6] = {}, owner = 0, stream = 0;
+  const arrayport_view_t v = arrayport::make_c_view(
+      data, arrayport::dtypes::int32.to_c(), shape, c_strides, 2,
+      {ARRAYPORT_MEMORY_PINNED, {ARRAYPORT_DEVICE_CUDA_HOST, 0}, &stream, ARRAYPORT_VIEW_READONLY,
+       &owner});
+  EXPECT_EQ(v.version.major, ARRAYPORT_C_ABI_VERSION_MAJOR);
+  EXPECT_EQ(v.version.minor, ARRAYPORT_C_ABI_VERSION_MINOR);
+  EXPECT_EQ(v.data, data);
+  EXPECT_EQ(v.shape, shape);
+  EXPECT_EQ(v.strides, c_strides);
+  EXPECT_EQ(v.ndim, 2);
+  EXPECT_EQ(arrayport::dtype::from_c(v.dtype), arrayport::dtypes::int32);
+  EXPECT_EQ(v.memory_kind, static_cast<std::uint32_t>(ARRAYPORT_MEMORY_PINNED));
+  EXPECT_EQ(v.device.device_type, ARRAYPORT_DEVICE_CUDA_HOST);
+  EXPECT_EQ(v.flags, static_cast<std::uint32_t>(ARRAYPORT_VIEW_READONLY));
+  EXPECT_EQ(v.stream, &stream);
+  EXPECT_EQ(v.owner, &owner);
+  EXPECT_TRUE(arrayport::is_c_contiguous(v));
+  EXPECT_FALSE(arrayport::is_f_contiguous(v));
+  const arrayport_view_t f = arrayport::make_c_view(data, v.dtype, shape, f_strides, 2,
+                                                    {ARRAYPORT_MEMORY_HOST, {1, 0}});
+  EXPECT_FALSE(arrayport::is_c_contiguous(f));
+  EXPECT_TRUE(arrayport::is_f_contiguous(f));
+  EXPECT_EQ(f.stream, nullptr);
+  EXPECT_EQ(f.flags, 0u);
+  EXPECT_EQ(f.owner, nullptr);
+}

@@ -1,10 +1,10 @@
 // arrayport._core: the compiled module behind the arrayport package.
-#include "array.hpp"
+#include "array/array.hpp"
 #include "array/from_foreign.hpp"
-#include "cuda.hpp"
-#include "errors.hpp"
 #include "bind/ops.hpp"
-#include "runtime_info.hpp"
+#include "cuda/cuda.hpp"
+#include "common/errors.hpp"
+#include "module/runtime_info.hpp"
 
 #include <arrayport/error.hpp>
 #include <arrayport/memory_resource.hpp>
@@ -51,8 +51,12 @@ NB_MODULE(_core, m) {
     if (kind == "value") throw value_error("value message");
     if (kind == "buffer") throw buffer_error("buffer message");
     if (kind == "no_device") throw no_device_error("no device message");
-    if (kind == "cuda") throw cuda_error(700, "cudaErrorIllegalAddress", "an illegal memory access was encountered", "cudaMemcpy(...)", "file.cu", 12);
-    if (kind == "oom") throw out_of_memory(2, "cudaErrorMemoryAllocation", "out of memory", "cudaMalloc(...)", "file.cu", 34);
+    if (kind == "cuda")
+      throw cuda_error(700, "cudaErrorIllegalAddress", "an illegal memory access was encountered",
+                       "cudaMemcpy(...)", "file.cu", 12);
+    if (kind == "oom")
+      throw out_of_memory(2, "cudaErrorMemoryAllocation", "out of memory", "cudaMalloc(...)",
+                          "file.cu", 34);
     throw value_error("_raise: unknown kind '" + kind + "'");
   });
 }

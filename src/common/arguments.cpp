@@ -1,9 +1,6 @@
 // The one parser of each argument kind (arguments.hpp); their messages are the ones docs/errors.md
 // lists.
-#include "arguments.hpp"
-
-#include "cuda.hpp"
-#include "current_stream.hpp"
+#include "common/arguments.hpp"
 
 #include <arrayport/c/view.h>
 #include <arrayport/error.hpp>
@@ -17,6 +14,11 @@
 namespace nb = nanobind;
 
 namespace arrayport::ext {
+namespace {
+cuda_argument_hooks g_cuda;  // set once, at module init, before any argument is parsed
+}  // namespace
+
+void set_cuda_argument_hooks(const cuda_argument_hooks& hooks) noexcept { g_cuda = hooks; }
 
 std::string arg_prefix(const char* what, const char* name) {
   std::string p = what && *what ? std::string(what) + ": " : std::string();
@@ -85,15 +87,19 @@ bool bool_arg(PyObject* obj, const char* what, const char* name) {
 std::optional<int> device_arg(PyObject* obj, const char* what, const char* name, bool needs_device,
                               bool none_ok) {
   if (obj == Py_None && none_ok) return std::nullopt;
-  int index = 0;
-  if (device_index_of(obj, index)) return index;  // a Device was checked when it was made
   const std::string prefix = arg_prefix(what, name);
-  if (obj == Py_None || PyBool_Check(obj) || !PyIndex_Check(obj))
-    throw type_error(prefix + "expected " +
-                     (none_ok ? "None, an int or an arrayport.cuda.Device"
-                              : "an int or an arrayport.cuda.Device") +
-                     ", got " + type_name_of(obj));
-  nb::object v = as_index(obj, prefix, "a device index");
+  nb::object v;
+  int index = 0;
+  if (g_cuda.device_index_of && g_cuda.device_index_of(obj, index)) {
+    v = nb::int_(index);  // a Device: its index takes the int's path, so both behave alike
+  } else {
+    if (obj == Py_None || PyBool_Check(obj) || !PyIndex_Check(obj))
+      throw type_error(prefix + "expected " +
+                       (none_ok ? "None, an int or an arrayport.cuda.Device"
+                                : "an int or an arrayport.cuda.Device") +
+                       ", got " + type_name_of(obj));
+    v = as_index(obj, prefix, "a device index");
+  }
   int overflow = 0;
   const long long i = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
   if (i == -1 && PyErr_Occurred()) throw nb::python_error();
@@ -263,7 +269,7 @@ std::uintptr_t handle_arg(PyObject* obj, const std::string& what) {
 
 // None: the calling thread's current stream (what `with arrayport.cuda.Stream():` set).
 stream_handle parse_stream(nb::handle stream, const char* what) {
-  if (stream.is_none()) return current_stream().handle;
+  if (stream.is_none()) return g_cuda.current_stream ? g_cuda.current_stream() : nullptr;
   const std::string name = arg_prefix(what, "stream");
   const std::string label = name.substr(0, name.size() - 2);  // without the ": "
   if (nb::hasattr(stream, "__cuda_stream__")) {
@@ -282,7 +288,8 @@ stream_handle parse_stream(nb::handle stream, const char* what) {
 }
 
 nb::handle stream_owner(nb::handle stream) noexcept {
-  if (stream.is_none()) return current_stream_object();
+  if (stream.is_none())
+    return g_cuda.current_stream_object ? nb::handle(g_cuda.current_stream_object()) : nb::handle();
   if (PyLong_Check(stream.ptr())) return nb::handle();
   return stream;
 }

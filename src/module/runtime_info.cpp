@@ -1,5 +1,5 @@
 // Build and runtime information for the report: build configuration, CUDA, every device.
-#include "runtime_info.hpp"
+#include "module/runtime_info.hpp"
 
 #include "build_config.hpp"
 

@@ -1,13 +1,7 @@
-// The strided-copy and strided-fill kernels: one thread per word, grid-stride, offsets from the
-// linear index.
-//
-// Instantiated per word size (1, 2, 4, 8, 16 bytes: the layout guarantees the alignment) and per
-// rank class: up to 2 and up to 4 axes with the rank fixed at compile time (the index arithmetic
-// unrolls; 32-bit indices where the count allows, as integer division is much cheaper), and a
-// generic form for any rank. Most copies collapse to 2 or 3 axes (strided rows, transposes).
-// A fill is a copy whose source is one element held in the kernel's parameters, so the launch
-// returns at once and the caller's element may go.
-#include "strided_copy.hpp"
+// The strided-copy and strided-fill kernels: one thread per word (1 to 16 bytes), grid-stride,
+// offsets from the linear index; rank fixed at compile time up to 2 and 4 axes (unrolled, 32-bit
+// indices where they fit), any rank otherwise. A fill's element is a kernel parameter: no wait.
+#include "array/strided_copy.hpp"
 
 #include <arrayport/runtime.hpp>
 

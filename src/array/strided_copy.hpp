@@ -8,13 +8,14 @@
 namespace arrayport::ext {
 
 #if ARRAYPORT_HAS_CUDA
-/// Runs `layout` on `stream` with a grid-stride kernel (src/strided_copy.cu). Both sides must be
+/// Runs `layout` on `stream` with a grid-stride kernel (array/strided_copy.cu). Both sides must be
 /// device-accessible. Throws cuda_error when the launch fails.
 void launch_strided_copy(const ::arrayport::detail::copy_layout& layout, stream_handle stream);
 inline constexpr ::arrayport::detail::copy_kernel_launcher copy_kernel = &launch_strided_copy;
 
 /// Writes `value` through `layout` (a fill_kernel_launcher: its source side addresses `value`) on
-/// `stream`, the element a kernel parameter: nothing waits. Throws cuda_error when the launch fails.
+/// `stream`, the element a kernel parameter: nothing waits. Throws cuda_error when the launch
+/// fails.
 void launch_strided_fill(const ::arrayport::detail::copy_layout& layout,
                          const ::arrayport::detail::fill_value& value, stream_handle stream);
 inline constexpr ::arrayport::detail::fill_kernel_launcher fill_kernel = &launch_strided_fill;

@@ -1,5 +1,5 @@
 // Python numbers -> element bytes for every supported dtype.
-#include "scalars.hpp"
+#include "common/scalars.hpp"
 
 #include <nanobind/nanobind.h>
 
@@ -28,8 +28,9 @@ PyObject* as_int(PyObject* value, dtype dt, const std::string& name) {
   if (PyFloat_Check(value)) {
     const double d = PyFloat_AS_DOUBLE(value);
     if (d != d) fail(PyExc_ValueError, name + ": cannot convert NaN to " + std::string(dt.name()));
-    if (d - d != 0.0) fail(PyExc_OverflowError, name + ": " + (d > 0 ? "inf" : "-inf") +
-                                                    " is out of range for " + std::string(dt.name()));
+    if (d - d != 0.0)
+      fail(PyExc_OverflowError, name + ": " + (d > 0 ? "inf" : "-inf") + " is out of range for " +
+                                    std::string(dt.name()));
     return PyNumber_Long(value);
   }
   if (PyComplex_Check(value))
@@ -57,8 +58,8 @@ void scalar_to_bytes(PyObject* value, dtype dt, unsigned char* out, const char* 
     nb::object i = nb::steal(as_int(value, dt, name));
     if (!i.is_valid()) throw nb::python_error();
     const int bits = dt.bits;
-    std::string range_msg = name + ": " + std::string(nb::str(i).c_str()) + " is out of range for " +
-                            std::string(dt.name());
+    std::string range_msg = name + ": " + std::string(nb::str(i).c_str()) +
+                            " is out of range for " + std::string(dt.name());
     if (dt.is_signed()) {
       int overflow = 0;
       long long v = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
@@ -95,7 +96,8 @@ void scalar_to_bytes(PyObject* value, dtype dt, unsigned char* out, const char* 
       fail(PyExc_TypeError, name + ": expected a number for dtype " + std::string(dt.name()) +
                                 ", got " + Py_TYPE(value)->tp_name);
     }
-    if (dt.bits == 64) store(out, std::complex<float>(static_cast<float>(c.real), static_cast<float>(c.imag)));
+    if (dt.bits == 64)
+      store(out, std::complex<float>(static_cast<float>(c.real), static_cast<float>(c.imag)));
     else store(out, std::complex<double>(c.real, c.imag));
     return;
   }

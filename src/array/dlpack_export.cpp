@@ -1,10 +1,10 @@
 // DLPack export: capsules that own a reference to the Array until the consumer's deleter runs.
-#include "dlpack_export.hpp"
+#include "array/dlpack_export.hpp"
 
-#include "array.hpp"
-#include "arguments.hpp"
-#include "array_internal.hpp"
-#include "errors.hpp"
+#include "array/array.hpp"
+#include "common/arguments.hpp"
+#include "array/array_internal.hpp"
+#include "common/errors.hpp"
 
 #include <arrayport/c/dlpack.h>
 #include <arrayport/memory_kind.hpp>
@@ -58,7 +58,8 @@ void capsule_destructor(PyObject* capsule) noexcept {
         PyCapsule_GetPointer(capsule, versioned_name));
     if (t && t->deleter) t->deleter(t);
   } else if (PyCapsule_IsValid(capsule, legacy_name)) {
-    auto* t = static_cast<arrayport_dl_managed_tensor_t*>(PyCapsule_GetPointer(capsule, legacy_name));
+    auto* t =
+        static_cast<arrayport_dl_managed_tensor_t*>(PyCapsule_GetPointer(capsule, legacy_name));
     if (t && t->deleter) t->deleter(t);
   }
 }
@@ -145,8 +146,9 @@ PyObject* export_impl(PyObject* self, PyObject* args, PyObject* kwargs) {
     if (!PyTuple_Check(dl_device) || PyTuple_GET_SIZE(dl_device) != 2)
       throw type_error("__dlpack__: dl_device: expected None or a (device_type, device_id) tuple "
                        "of ints, got " + type_name_of(dl_device));
-    const int type = static_cast<int>(int_arg(PyTuple_GET_ITEM(dl_device, 0), "__dlpack__",
-                                              "dl_device[0]", 0, INT32_MAX, "a DLPack device type"));
+    const int type =
+        static_cast<int>(int_arg(PyTuple_GET_ITEM(dl_device, 0), "__dlpack__", "dl_device[0]", 0,
+                                 INT32_MAX, "a DLPack device type"));
     const int id = static_cast<int>(int_arg(PyTuple_GET_ITEM(dl_device, 1), "__dlpack__",
                                             "dl_device[1]", 0, INT32_MAX, "a device id >= 0"));
     auto kind = static_cast<memory_kind>(a->view.memory_kind);
@@ -211,7 +213,8 @@ PyObject* export_impl(PyObject* self, PyObject* args, PyObject* kwargs) {
     tensor = &ctx->legacy;
   }
   g_live.fetch_add(1, std::memory_order_relaxed);
-  PyObject* capsule = PyCapsule_New(tensor, versioned ? versioned_name : legacy_name, capsule_destructor);
+  PyObject* capsule =
+      PyCapsule_New(tensor, versioned ? versioned_name : legacy_name, capsule_destructor);
   if (!capsule) {
     Py_DECREF(ctx->owner);
     delete ctx;

@@ -1,10 +1,6 @@
-// Releasing the GIL around long C++ work (kernels, copies, waits), safely at interpreter shutdown.
-//
-// A thread that takes the GIL back once finalisation has begun (a daemon thread still in a kernel
-// when the main thread exits) is ended by CPython with PyThread_exit_thread (before 3.14):
-// pthread_exit unwinds its C++ frames, and nanobind's gil_scoped_release (a noexcept destructor)
-// and its dispatcher's catch (...) turn that into std::terminate, aborting the exiting process.
-// This guard parks such a thread instead, as Python 3.14 does; the process exits around it.
+// Releasing the GIL around long C++ work (kernels, copies, waits), safely at interpreter shutdown:
+// CPython (before 3.14) unwinds a thread that takes the GIL back during finalisation, which
+// nanobind's noexcept guards turn into std::terminate; this guard parks such a thread instead.
 #pragma once
 
 #include <Python.h>

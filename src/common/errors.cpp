@@ -1,5 +1,5 @@
 // Exception translation: arrayport::error subclasses -> precise Python exceptions.
-#include "errors.hpp"
+#include "common/errors.hpp"
 
 #include <arrayport/error.hpp>
 #include <arrayport/python/api.hpp>
@@ -40,9 +40,11 @@ void raise_cuda(PyObject* type, const cuda_error& e) noexcept {
   raise_cuda(type, e.what(), e.status(), e.status_name().c_str(), e.api().c_str());
 }
 
-void translate(const std::exception_ptr& p, void*) {
+// The one map from arrayport's C++ exceptions to Python's (error.hpp lists it). Call inside a
+// catch block; false for an exception it does not map.
+bool set_mapped_error() noexcept {
   try {
-    std::rethrow_exception(p);
+    throw;
   } catch (const out_of_memory& e) {
     raise_cuda(g_out_of_memory, e);
   } catch (const cuda_error& e) {
@@ -58,8 +60,20 @@ void translate(const std::exception_ptr& p, void*) {
   } catch (const python::error_already_set&) {
     // The Python error is already set: leave it as it is (one that is not would abort nanobind).
     python::detail::ensure_error_set(nullptr, nullptr, "a call");
+  } catch (...) {
+    return false;
   }
-  // Anything else falls through to nanobind's own translators (std::bad_alloc -> MemoryError...).
+  return true;
+}
+
+// nanobind's translator: anything unmapped goes on to nanobind's own (std::bad_alloc ->
+// MemoryError...).
+void translate(const std::exception_ptr& p, void*) {
+  try {
+    std::rethrow_exception(p);
+  } catch (...) {
+    if (!set_mapped_error()) throw;
+  }
 }
 
 PyObject* new_exception(nb::module_& m, const char* name, PyObject* bases, const char* doc) {
@@ -83,17 +97,17 @@ void raise_current_exception() noexcept {
     throw;
   } catch (nb::python_error& e) {
     e.restore();
-  } catch (const python::error_already_set&) {
-    // The Python error is already set: leave it as it is.
-    python::detail::ensure_error_set(nullptr, nullptr, "a call");
   } catch (const std::bad_alloc&) {
     PyErr_NoMemory();
-  } catch (const arrayport::error&) {
-    translate(std::current_exception(), nullptr);
-  } catch (const std::exception& e) {
-    PyErr_SetString(PyExc_RuntimeError, e.what());
   } catch (...) {
-    PyErr_SetString(PyExc_RuntimeError, "arrayport: unknown C++ exception");
+    if (set_mapped_error()) return;
+    try {
+      throw;
+    } catch (const std::exception& e) {
+      PyErr_SetString(PyExc_RuntimeError, e.what());
+    } catch (...) {
+      PyErr_SetString(PyExc_RuntimeError, "arrayport: unknown C++ exception");
+    }
   }
 }
 

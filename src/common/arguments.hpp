@@ -17,6 +17,18 @@
 
 namespace arrayport::ext {
 
+/// What the argument vocabulary needs from the cuda layer above it, installed by register_cuda
+/// (common/ includes nothing of cuda/). Until then: no Device type, the legacy default stream.
+struct cuda_argument_hooks {
+  /// Whether `obj` is an arrayport.cuda.Device, and then its index (checked when it was made).
+  bool (*device_index_of)(PyObject* obj, int& index) noexcept = nullptr;
+  /// The calling thread's current stream: what stream=None means.
+  stream_handle (*current_stream)() noexcept = nullptr;
+  /// What keeps that stream alive (the innermost `with` block's Stream), or nullptr. Borrowed.
+  PyObject* (*current_stream_object)() noexcept = nullptr;
+};
+void set_cuda_argument_hooks(const cuda_argument_hooks& hooks) noexcept;
+
 /// "what: name: " (or "name: " when `what` is null or empty): how every message starts.
 std::string arg_prefix(const char* what, const char* name);
 
