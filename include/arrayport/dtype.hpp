@@ -150,8 +150,8 @@ inline constexpr dtype complex128{ARRAYPORT_DTYPE_COMPLEX, 128};
 namespace detail {
 
 inline constexpr dtype supported_dtypes[] = {
-    dtypes::bool_,   dtypes::int8,     dtypes::int16,    dtypes::int32,    dtypes::int64,
-    dtypes::uint8,   dtypes::uint16,   dtypes::uint32,   dtypes::uint64,   dtypes::float16,
+    dtypes::bool_,    dtypes::int8,    dtypes::int16,   dtypes::int32,     dtypes::int64,
+    dtypes::uint8,    dtypes::uint16,  dtypes::uint32,  dtypes::uint64,    dtypes::float16,
     dtypes::bfloat16, dtypes::float32, dtypes::float64, dtypes::complex64, dtypes::complex128};
 
 inline constexpr const char* supported_dtype_names =
@@ -211,38 +211,71 @@ struct integer_dtype_traits {
 }  // namespace detail
 
 // char is int8 or uint8 according to the platform's char signedness (std::is_signed<char>).
-template <> struct dtype_traits<char> : detail::integer_dtype_traits<char> {};
-template <> struct dtype_traits<signed char> : detail::integer_dtype_traits<signed char> {};
-template <> struct dtype_traits<unsigned char> : detail::integer_dtype_traits<unsigned char> {};
-template <> struct dtype_traits<short> : detail::integer_dtype_traits<short> {};
-template <> struct dtype_traits<unsigned short> : detail::integer_dtype_traits<unsigned short> {};
-template <> struct dtype_traits<int> : detail::integer_dtype_traits<int> {};
-template <> struct dtype_traits<unsigned int> : detail::integer_dtype_traits<unsigned int> {};
-template <> struct dtype_traits<long> : detail::integer_dtype_traits<long> {};
-template <> struct dtype_traits<unsigned long> : detail::integer_dtype_traits<unsigned long> {};
-template <> struct dtype_traits<long long> : detail::integer_dtype_traits<long long> {};
+template <>
+struct dtype_traits<char> : detail::integer_dtype_traits<char> {};
+template <>
+struct dtype_traits<signed char> : detail::integer_dtype_traits<signed char> {};
+template <>
+struct dtype_traits<unsigned char> : detail::integer_dtype_traits<unsigned char> {};
+template <>
+struct dtype_traits<short> : detail::integer_dtype_traits<short> {};
+template <>
+struct dtype_traits<unsigned short> : detail::integer_dtype_traits<unsigned short> {};
+template <>
+struct dtype_traits<int> : detail::integer_dtype_traits<int> {};
+template <>
+struct dtype_traits<unsigned int> : detail::integer_dtype_traits<unsigned int> {};
+template <>
+struct dtype_traits<long> : detail::integer_dtype_traits<long> {};
+template <>
+struct dtype_traits<unsigned long> : detail::integer_dtype_traits<unsigned long> {};
+template <>
+struct dtype_traits<long long> : detail::integer_dtype_traits<long long> {};
 template <>
 struct dtype_traits<unsigned long long> : detail::integer_dtype_traits<unsigned long long> {};
 
 // bool maps to an 8-bit dtype, so it must occupy one byte (true on every supported ABI).
 static_assert(sizeof(bool) == 1, "arrayport requires a 1-byte bool");
-template <> struct dtype_traits<bool> { static constexpr dtype value = dtypes::bool_; };
-template <> struct dtype_traits<float> { static constexpr dtype value = dtypes::float32; };
-template <> struct dtype_traits<double> { static constexpr dtype value = dtypes::float64; };
-template <> struct dtype_traits<float16_t> { static constexpr dtype value = dtypes::float16; };
-template <> struct dtype_traits<bfloat16_t> { static constexpr dtype value = dtypes::bfloat16; };
+template <>
+struct dtype_traits<bool> {
+  static constexpr dtype value = dtypes::bool_;
+};
+template <>
+struct dtype_traits<float> {
+  static constexpr dtype value = dtypes::float32;
+};
+template <>
+struct dtype_traits<double> {
+  static constexpr dtype value = dtypes::float64;
+};
+template <>
+struct dtype_traits<float16_t> {
+  static constexpr dtype value = dtypes::float16;
+};
+template <>
+struct dtype_traits<bfloat16_t> {
+  static constexpr dtype value = dtypes::bfloat16;
+};
 // std::complex<T> is guaranteed to be laid out as T[2] (real, imag), matching NumPy and DLPack.
-template <> struct dtype_traits<std::complex<float>> {
+template <>
+struct dtype_traits<std::complex<float>> {
   static constexpr dtype value = dtypes::complex64;
 };
-template <> struct dtype_traits<std::complex<double>> {
+template <>
+struct dtype_traits<std::complex<double>> {
   static constexpr dtype value = dtypes::complex128;
 };
 
 #if defined(__CUDACC__)
 static_assert(sizeof(__half) == 2 && sizeof(__nv_bfloat16) == 2, "CUDA 16-bit float storage");
-template <> struct dtype_traits<__half> { static constexpr dtype value = dtypes::float16; };
-template <> struct dtype_traits<__nv_bfloat16> { static constexpr dtype value = dtypes::bfloat16; };
+template <>
+struct dtype_traits<__half> {
+  static constexpr dtype value = dtypes::float16;
+};
+template <>
+struct dtype_traits<__nv_bfloat16> {
+  static constexpr dtype value = dtypes::bfloat16;
+};
 #endif
 
 namespace detail {

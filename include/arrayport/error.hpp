@@ -35,7 +35,8 @@ class buffer_error : public error {
   using error::error;
 };
 
-/// No usable CUDA device: CPU-only build, no driver, or no device (maps to arrayport.NoDeviceError).
+/// No usable CUDA device: CPU-only build, no driver, or no device (maps to
+/// arrayport.NoDeviceError).
 class no_device_error : public error {
  public:
   using error::error;
@@ -71,21 +72,28 @@ class cuda_error : public error {
     // IllegalInstruction 715, MisalignedAddress 716, InvalidAddressSpace 717, InvalidPc 718,
     // LaunchFailure 719. Neighbours such as LaunchOutOfResources 701 are not sticky.
     switch (status) {
-      case 700: case 702: case 710: case 714: case 715: case 716: case 717: case 718: case 719:
-        return true;
-      default:
-        return false;
+      case 700:
+      case 702:
+      case 710:
+      case 714:
+      case 715:
+      case 716:
+      case 717:
+      case 718:
+      case 719: return true;
+      default: return false;
     }
   }
 
  private:
   static std::string format(int status, const std::string& name, const std::string& description,
                             const std::string& api, const std::string& file, int line) {
-    std::string msg = api + " failed: " + name + " (" + std::to_string(status) + "): " +
-                      description + " [at " + file + ":" + std::to_string(line) + "]";
+    std::string msg = api + " failed: " + name + " (" + std::to_string(status) +
+                      "): " + description + " [at " + file + ":" + std::to_string(line) + "]";
     if (is_sticky_status(status))
-      msg += ". This is a sticky error: the CUDA context of this process is corrupted and every "
-             "later CUDA call will fail; restart the process";
+      msg +=
+          ". This is a sticky error: the CUDA context of this process is corrupted and every "
+          "later CUDA call will fail; restart the process";
     return msg;
   }
 

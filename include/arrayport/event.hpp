@@ -34,7 +34,9 @@ class event {
   void synchronize() const { runtime::event_synchronize(m_handle); }
   bool query() const { return runtime::event_query(m_handle); }
   /// Milliseconds from this event to `end` (both recorded, both with timing).
-  float elapsed_ms(const event& end) const { return runtime::event_elapsed_ms(m_handle, end.handle()); }
+  float elapsed_ms(const event& end) const {
+    return runtime::event_elapsed_ms(m_handle, end.handle());
+  }
 
  private:
   event_handle m_handle;

@@ -36,7 +36,7 @@ ARRAYPORT_HOST_DEVICE inline float bits_to_float(std::uint32_t bits) noexcept {
 
 // Shifts `magnitude` right by `shift` (1..31) rounding to nearest, ties to even.
 ARRAYPORT_HOST_DEVICE inline std::uint32_t shift_right_rne(std::uint32_t magnitude,
-                                                          unsigned shift) noexcept {
+                                                           unsigned shift) noexcept {
   const std::uint32_t kept = magnitude >> shift;
   const std::uint32_t rest = magnitude & ((std::uint32_t(1) << shift) - 1u);
   const std::uint32_t half = std::uint32_t(1) << (shift - 1u);

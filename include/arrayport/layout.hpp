@@ -50,7 +50,7 @@ struct layout_info {
   std::int64_t lo = 0;      ///< lowest byte reached, <= 0 (0 when empty)
   std::int64_t hi = 0;      ///< one past the highest byte reached, >= 0 (0 when empty)
   layout_status status = layout_status::ok;
-  std::int32_t axis = -1;   ///< the offending axis of negative_extent / stride_too_large
+  std::int32_t axis = -1;  ///< the offending axis of negative_extent / stride_too_large
 
   ARRAYPORT_HOST_DEVICE constexpr bool ok() const noexcept { return status == layout_status::ok; }
   /// hi - lo: the bytes a view touches (a pointer range), at most nbytes for distinct elements.
@@ -75,8 +75,10 @@ ARRAYPORT_HOST_DEVICE constexpr bool mul_overflow(std::int64_t a, std::int64_t b
     return false;
   }
   const bool negative = (a < 0) != (b < 0);
-  const std::uint64_t ua = a < 0 ? 0 - static_cast<std::uint64_t>(a) : static_cast<std::uint64_t>(a);
-  const std::uint64_t ub = b < 0 ? 0 - static_cast<std::uint64_t>(b) : static_cast<std::uint64_t>(b);
+  const std::uint64_t ua =
+      a < 0 ? 0 - static_cast<std::uint64_t>(a) : static_cast<std::uint64_t>(a);
+  const std::uint64_t ub =
+      b < 0 ? 0 - static_cast<std::uint64_t>(b) : static_cast<std::uint64_t>(b);
   const std::uint64_t limit = static_cast<std::uint64_t>(int64_max) + (negative ? 1u : 0u);
   if (ua > limit / ub) return true;
   const std::uint64_t p = ua * ub;
@@ -122,8 +124,10 @@ ARRAYPORT_HOST_DEVICE constexpr layout_status element_count(const std::int64_t* 
     empty = empty || shape[i] == 0;
     overflow = overflow || detail::mul_overflow(n, shape[i], &n);
   }
-  if (empty) n = 0;
-  else if (overflow) return layout_status::too_many_elements;
+  if (empty)
+    n = 0;
+  else if (overflow)
+    return layout_status::too_many_elements;
   count = n;
   return layout_status::ok;
 }
@@ -149,10 +153,9 @@ ARRAYPORT_HOST_DEVICE constexpr layout_status byte_count(const std::int64_t* sha
 }
 
 /// Every measure of a layout, checked. `strides` may be nullptr: compact row-major strides.
-ARRAYPORT_HOST_DEVICE constexpr layout_info measure_layout(const std::int64_t* shape,
-                                                           const std::int64_t* strides, int ndim,
-                                                           std::int64_t itemsize,
-                                                           stride_unit unit = stride_unit::elements) noexcept {
+ARRAYPORT_HOST_DEVICE constexpr layout_info measure_layout(
+    const std::int64_t* shape, const std::int64_t* strides, int ndim, std::int64_t itemsize,
+    stride_unit unit = stride_unit::elements) noexcept {
   layout_info r;
   if (ndim < 0 || ndim > ARRAYPORT_MAX_NDIM) {
     r.status = layout_status::bad_rank;
@@ -292,7 +295,8 @@ ARRAYPORT_HOST_DEVICE constexpr bool element_offset(const std::int64_t* index,
 }
 
 /// Whether [data + lo, data + hi) lies inside the address space (no wrap past 0 or the top).
-ARRAYPORT_HOST_DEVICE inline bool fits_address_space(const void* data, const layout_info& l) noexcept {
+ARRAYPORT_HOST_DEVICE inline bool fits_address_space(const void* data,
+                                                     const layout_info& l) noexcept {
   const auto base = reinterpret_cast<std::uintptr_t>(data);
   const auto below = 0 - static_cast<std::uint64_t>(l.lo);  // lo <= 0
   const auto above = static_cast<std::uint64_t>(l.hi);
@@ -394,8 +398,7 @@ inline std::string layout_message(const char* what, const layout_info& info,
   };
   const std::int64_t scale = unit == stride_unit::elements ? itemsize : 1;
   switch (info.status) {
-    case layout_status::ok:
-      return prefix + "the layout is addressable";
+    case layout_status::ok: return prefix + "the layout is addressable";
     case layout_status::bad_rank:
       return prefix + "expected at most " + std::to_string(ARRAYPORT_MAX_NDIM) +
              " dimensions, got " + std::to_string(ndim);
@@ -463,8 +466,8 @@ inline std::string shape_string(const std::vector<std::int64_t>& shape) {
 struct c_view_place {
   std::uint32_t memory_kind;  ///< an arrayport_memory_kind_t value
   arrayport_device_t device;
-  void* stream = nullptr;     ///< the stream the data is ready on (nullptr: legacy default)
-  std::uint32_t flags = 0;    ///< ARRAYPORT_VIEW_* bits
+  void* stream = nullptr;   ///< the stream the data is ready on (nullptr: legacy default)
+  std::uint32_t flags = 0;  ///< ARRAYPORT_VIEW_* bits
   void* owner = nullptr;
 };
 

@@ -35,23 +35,19 @@ constexpr std::string_view to_string(memory_kind kind) noexcept {
 
 /// Parses "host" | "pinned" | "device" | "managed"; anything else is a value_error naming it.
 inline memory_kind parse_memory_kind(std::string_view name) {
-  for (memory_kind k : {memory_kind::host, memory_kind::pinned, memory_kind::device,
-                        memory_kind::managed})
+  for (memory_kind k :
+       {memory_kind::host, memory_kind::pinned, memory_kind::device, memory_kind::managed})
     if (name == to_string(k)) return k;
   throw value_error("memory: expected one of 'device', 'managed', 'pinned', 'host', got '" +
                     std::string(name) + "'");
 }
 
 /// Can host code dereference memory of this kind?
-constexpr bool is_host_accessible(memory_kind kind) noexcept {
-  return kind != memory_kind::device;
-}
+constexpr bool is_host_accessible(memory_kind kind) noexcept { return kind != memory_kind::device; }
 
 /// Can device code dereference memory of this kind (unified addressing assumed, as on every
 /// 64-bit CUDA platform)?
-constexpr bool is_device_accessible(memory_kind kind) noexcept {
-  return kind != memory_kind::host;
-}
+constexpr bool is_device_accessible(memory_kind kind) noexcept { return kind != memory_kind::host; }
 
 /// Does memory of this kind live on a GPU: device memory, and managed memory, whose pages the
 /// driver migrates? Such memory names a CUDA device, is touched only with CUDA usable (see

@@ -148,10 +148,12 @@ class device_resource final : public memory_resource {
  private:
   // nullptr or cudaStreamLegacy: one stream per device for the whole process, which never dies
   // (the per-thread default stream is one per thread: not the same stream from thread to thread).
-  static bool is_legacy(stream_handle s) noexcept { return reinterpret_cast<std::uintptr_t>(s) <= 1; }
+  static bool is_legacy(stream_handle s) noexcept {
+    return reinterpret_cast<std::uintptr_t>(s) <= 1;
+  }
 
-  // The small blocks last released on the device's legacy default stream, by size class. Handing one out
-  // again for the next allocation ordered on the same stream is exactly the reuse the
+  // The small blocks last released on the device's legacy default stream, by size class. Handing
+  // one out again for the next allocation ordered on the same stream is exactly the reuse the
   // cudaMallocAsync pool makes (stream order guarantees the earlier work is done first), without
   // its ~1 us round trip: measured on an H100, empty((1000,)) in device memory went from 1.3-1.8 us
   // to under 1 us. A stream that may die (every other one) goes to the pool directly.
@@ -282,13 +284,16 @@ inline memory_resource& get_memory_resource(memory_kind kind, int device = -1) {
   if (kind == memory_kind::pinned)
     return r.get_or_create(r.pinned, [] { return new detail::pinned_resource(); });
   if (device < 0) device = runtime::get_device();
-  runtime::require_device_index(device, kind == memory_kind::device ? "device memory" : "managed memory");
+  runtime::require_device_index(device,
+                                kind == memory_kind::device ? "device memory" : "managed memory");
   if (device >= detail::resource_registry::max_devices)
     throw value_error("arrayport supports at most 64 devices per process, got device " +
                       std::to_string(device));
   if (kind == memory_kind::device)
-    return r.get_or_create(r.device[device], [device] { return new detail::device_resource(device); });
-  return r.get_or_create(r.managed[device], [device] { return new detail::managed_resource(device); });
+    return r.get_or_create(r.device[device],
+                           [device] { return new detail::device_resource(device); });
+  return r.get_or_create(r.managed[device],
+                         [device] { return new detail::managed_resource(device); });
 }
 
 /// Returns every pool's cached memory to the system (e.g. before handing the GPU to another

@@ -18,7 +18,6 @@
 
 #include <utility>
 
-
 NAMESPACE_BEGIN(NB_NAMESPACE)
 NAMESPACE_BEGIN(detail)
 
@@ -27,8 +26,12 @@ template <class View>
 struct arrayport_view_caster {
   using Value = View;
   static constexpr auto Name = const_name("arrayport.ArrayLike");
-  template <typename T_> using Cast = movable_cast_t<T_>;
-  template <typename T_> static constexpr bool can_cast() { return true; }
+  template <typename T_>
+  using Cast = movable_cast_t<T_>;
+  template <typename T_>
+  static constexpr bool can_cast() {
+    return true;
+  }
 
   bool from_python(handle src, uint8_t flags, cleanup_list*) noexcept {
     return param.load(src.ptr(), (flags & static_cast<uint8_t>(cast_flags::convert)) != 0);
@@ -57,8 +60,12 @@ template <class T>
 struct type_caster<arrayport::vector<T>> {
   using Value = arrayport::vector<T>;
   static constexpr auto Name = const_name("arrayport.Array");
-  template <typename T_> using Cast = movable_cast_t<T_>;
-  template <typename T_> static constexpr bool can_cast() { return true; }
+  template <typename T_>
+  using Cast = movable_cast_t<T_>;
+  template <typename T_>
+  static constexpr bool can_cast() {
+    return true;
+  }
 
   bool from_python(handle, uint8_t, cleanup_list*) noexcept { return false; }  // return-only
 

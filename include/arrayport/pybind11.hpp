@@ -16,7 +16,6 @@
 
 #include <utility>
 
-
 namespace pybind11::detail {
 
 // One caster body for every view type; python::parameter holds what is binder-neutral.
@@ -24,7 +23,8 @@ template <class View>
 struct arrayport_view_caster {
   using Value = View;
   static constexpr auto name = const_name("arrayport.ArrayLike");
-  template <typename T_> using cast_op_type = movable_cast_op_type<T_>;
+  template <typename T_>
+  using cast_op_type = movable_cast_op_type<T_>;
 
   bool load(handle src, bool convert) { return param.load(src.ptr(), convert); }
 
@@ -51,7 +51,8 @@ template <class T>
 struct type_caster<arrayport::vector<T>> {
   using Value = arrayport::vector<T>;
   static constexpr auto name = const_name("arrayport.Array");
-  template <typename T_> using cast_op_type = movable_cast_op_type<T_>;
+  template <typename T_>
+  using cast_op_type = movable_cast_op_type<T_>;
 
   bool load(handle, bool) { return false; }  // return-only
 

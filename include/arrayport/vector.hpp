@@ -55,8 +55,8 @@ class vector {
     fill(value);
   }
 
-  vector(std::initializer_list<T> values, memory_kind kind = default_memory_kind(),
-         int device = -1, stream_handle stream = nullptr)
+  vector(std::initializer_list<T> values, memory_kind kind = default_memory_kind(), int device = -1,
+         stream_handle stream = nullptr)
       : vector(values.size(), kind, device, stream) {
     runtime::memcpy_async(data(), this->kind(), values.begin(), memory_kind::host,
                           values.size() * sizeof(T), m_stream, "vector");
@@ -198,7 +198,8 @@ class vector {
   }
 
   void fill_range(size_type first, size_type count, const T& value) {
-    detail::fill_pattern(data() + first, &value, sizeof(T), count, kind(), m_stream, "vector::fill");
+    detail::fill_pattern(data() + first, &value, sizeof(T), count, kind(), m_stream,
+                         "vector::fill");
   }
 
   buffer m_buffer;

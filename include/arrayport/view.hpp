@@ -170,7 +170,9 @@ class strided_view {
   stream_handle stream() const noexcept { return m_view.stream; }
 
   /// Number of elements; -1 for extents that hold none as an int64 (see view::size()).
-  std::int64_t size() const noexcept { return element_count_or_minus_one(m_view.shape, m_view.ndim); }
+  std::int64_t size() const noexcept {
+    return element_count_or_minus_one(m_view.shape, m_view.ndim);
+  }
 
   /// The typed view, after checking dtype (type_error), rank (type_error), an addressable layout
   /// (value_error, see layout.hpp), memory space (value_error) and writability for non-const T

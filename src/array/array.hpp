@@ -22,13 +22,12 @@ namespace arrayport::ext {
 inline constexpr int inline_rank = 8;
 
 struct array_object {
-  PyObject_HEAD
-  arrayport_view_t view;       // shape/strides point into `extents`; strides in elements
-  std::int64_t* extents;       // [shape[0..ndim) | strides[0..ndim)]: inline_extents or heap
+  PyObject_HEAD arrayport_view_t view;  // shape/strides point into `extents`; strides in elements
+  std::int64_t* extents;  // [shape[0..ndim) | strides[0..ndim)]: inline_extents or heap
   std::int64_t inline_extents[2 * inline_rank];
-  arrayport::buffer* owned;    // the memory this array owns, or nullptr for a view
-  PyObject* base;              // what keeps a view's memory alive (an Array or a foreign owner)
-  PyObject* stream_owner;      // keeps the stream `owned` is released on alive, or nullptr
+  arrayport::buffer* owned;  // the memory this array owns, or nullptr for a view
+  PyObject* base;            // what keeps a view's memory alive (an Array or a foreign owner)
+  PyObject* stream_owner;    // keeps the stream `owned` is released on alive, or nullptr
   PyObject* weakrefs;
 };
 

@@ -39,10 +39,10 @@ PyObject* get_memory(PyObject* self, void*) {
 }
 PyObject* get_device(PyObject* self, void*) {
   const arrayport_device_t d = as_array(self)->view.device;
-  const char* type = d.device_type == ARRAYPORT_DEVICE_CUDA            ? "cuda"
-                     : d.device_type == ARRAYPORT_DEVICE_CUDA_MANAGED  ? "cuda_managed"
-                     : d.device_type == ARRAYPORT_DEVICE_CUDA_HOST     ? "cuda_host"
-                                                                       : "cpu";
+  const char* type = d.device_type == ARRAYPORT_DEVICE_CUDA           ? "cuda"
+                     : d.device_type == ARRAYPORT_DEVICE_CUDA_MANAGED ? "cuda_managed"
+                     : d.device_type == ARRAYPORT_DEVICE_CUDA_HOST    ? "cuda_host"
+                                                                      : "cpu";
   return Py_BuildValue("(si)", type, d.device_id);
 }
 PyObject* get_readonly(PyObject* self, void*) {

@@ -46,8 +46,9 @@ nb::object to_numpy(array_object* a, stream_handle stream, const char* what, con
   runtime::require_reachable(static_cast<memory_kind>(a->view.memory_kind), what, whose);
   const dtype dt = dtype::from_c(a->view.dtype);
   if (dt == dtypes::bfloat16)
-    throw type_error("get(): NumPy has no bfloat16 dtype; view it as uint16 (a.view('uint16')) or "
-                     "export it through DLPack");
+    throw type_error(
+        "get(): NumPy has no bfloat16 dtype; view it as uint16 (a.view('uint16')) or "
+        "export it through DLPack");
   nb::module_ np = import_numpy("get()");
   nb::object out =
       np.attr("empty")(nb::steal(tuple_of(a->view.shape, a->view.ndim)), to_typestr(dt));
@@ -67,7 +68,8 @@ nb::object to_numpy(array_object* a, stream_handle stream, const char* what, con
 nb::object converted(PyObject* value, dtype to, stream_handle stream, const char* what,
                      const char* op) {
   if (to == dtypes::bfloat16)
-    throw type_error(std::string(what) + ": converting to bfloat16 is not supported here; give a "
+    throw type_error(std::string(what) +
+                     ": converting to bfloat16 is not supported here; give a "
                      "bfloat16 array");
   nb::module_ np = import_numpy(std::string(what) + ": converting to " + std::string(to.name()));
   // An Array goes through get(): device memory has no buffer protocol.
@@ -98,18 +100,20 @@ void assign(const operand& dst, PyObject* value, stream_handle stream, const cha
             const char* op) {
   runtime::require_reachable(dst.kind, op, "the array");
   if (dst.readonly) throw value_error(std::string(what) + ": assignment destination is read-only");
-  if (!is_array(value) && (is_python_scalar(value) ||
-                           (!PyObject_CheckBuffer(value) && PyNumber_Check(value) &&
-                            !PySequence_Check(value) && !speaks_array_protocol(value)))) {
+  if (!is_array(value) &&
+      (is_python_scalar(value) || (!PyObject_CheckBuffer(value) && PyNumber_Check(value) &&
+                                   !PySequence_Check(value) && !speaks_array_protocol(value)))) {
     alignas(16) unsigned char element[16] = {};  // aligned: the copy moves it in whole words
     scalar_to_bytes(value, dst.dt, element);
     fill_operand(dst, element, stream, op);
     return;
   }
   const auto unexpected = [&](PyObject* v) {
-    return type_error(std::string(what) + ": expected a number, an arrayport.Array, an object with "
+    return type_error(std::string(what) +
+                      ": expected a number, an arrayport.Array, an object with "
                       "the buffer protocol, __dlpack__ or __cuda_array_interface__, or a sequence, "
-                      "got " + type_name_of(v));
+                      "got " +
+                      type_name_of(v));
   };
   if (PyUnicode_Check(value)) throw unexpected(value);
   nb::object converted_value;  // alive until the copy is done
@@ -163,7 +167,7 @@ void assign(const operand& dst, PyObject* value, stream_handle stream, const cha
 nb::object copy_to_new(PyObject* src_obj, const operand& src, dtype dt, memory_kind kind,
                        int device, stream_handle stream, nb::handle stream_obj, const char* what) {
   runtime::require_reachable(src.kind, what, "the source");  // before allocating
-  const std::size_t bytes = src.packed_bytes(dt, what);  // count * itemsize of the new dtype
+  const std::size_t bytes = src.packed_bytes(dt, what);      // count * itemsize of the new dtype
   // The copy runs on `stream`; the new Array is ordered on a stream of its own device (`stream`
   // itself, or that device's default stream, which copy_ordered orders after the copy).
   const stream_handle ordered_on = array_stream(kind, device, stream, nb::none(), what);
@@ -275,8 +279,10 @@ PyObject* array_copy_to(PyObject* self, PyObject* args, PyObject* kwargs) {
       held.emplace(dst_obj, false);
       dst = held->to_operand("copy_to: dst");
     } else {
-      throw type_error("copy_to: dst: expected an arrayport.Array or a writable object with the "
-                       "buffer protocol, got " + type_name_of(dst_obj));
+      throw type_error(
+          "copy_to: dst: expected an arrayport.Array or a writable object with the "
+          "buffer protocol, got " +
+          type_name_of(dst_obj));
     }
     runtime::require_reachable(dst.kind, "Array.copy_to", "dst");
     if (dst.readonly)
@@ -329,27 +335,32 @@ PyObject* array_to(PyObject* self, PyObject* args, PyObject* kwargs) {
 
 void register_copy_functions(nb::module_& m) {
   using namespace nb::literals;
-  m.def("copy", [](nb::handle a, nb::handle dtype_obj, nb::handle memory, nb::handle device,
-                   nb::handle stream) -> nb::object {
-          if (is_array(a.ptr())) {
-            nb::object method = a.attr("copy");
-            return method("dtype"_a = dtype_obj, "memory"_a = memory, "device"_a = device,
-                          "stream"_a = stream);
-          }
-          if (!PyObject_CheckBuffer(a.ptr()))
-            throw type_error("copy: a: expected an arrayport.Array or an object with the buffer "
-                             "protocol, got " + type_name_of(a.ptr()));
-          held_buffer held(a.ptr(), false);
-          const operand src = held.to_operand("copy: a");
-          return copy_to_new(a.ptr(), src, dtype_arg(dtype_obj.ptr()).value_or(src.dt),
-                             parse_memory(memory.ptr(), "copy"),
-                             device_arg(device.ptr(), "copy").value_or(-1),
-                             parse_stream(stream, "copy"), stream, "copy");
-        }, "a"_a.none(), "dtype"_a = nb::none(), "memory"_a = nb::none(), "device"_a = nb::none(),
-        "stream"_a = nb::none(),
-        "A C-contiguous copy of an Array (in its memory unless memory= is given) or of a "
-        "buffer-protocol object such as a NumPy array (in the default memory), asynchronous on "
-        "the stream.");
+  m.def(
+      "copy",
+      [](nb::handle a, nb::handle dtype_obj, nb::handle memory, nb::handle device,
+         nb::handle stream) -> nb::object {
+        if (is_array(a.ptr())) {
+          nb::object method = a.attr("copy");
+          return method("dtype"_a = dtype_obj, "memory"_a = memory, "device"_a = device,
+                        "stream"_a = stream);
+        }
+        if (!PyObject_CheckBuffer(a.ptr()))
+          throw type_error(
+              "copy: a: expected an arrayport.Array or an object with the buffer "
+              "protocol, got " +
+              type_name_of(a.ptr()));
+        held_buffer held(a.ptr(), false);
+        const operand src = held.to_operand("copy: a");
+        return copy_to_new(a.ptr(), src, dtype_arg(dtype_obj.ptr()).value_or(src.dt),
+                           parse_memory(memory.ptr(), "copy"),
+                           device_arg(device.ptr(), "copy").value_or(-1),
+                           parse_stream(stream, "copy"), stream, "copy");
+      },
+      "a"_a.none(), "dtype"_a = nb::none(), "memory"_a = nb::none(), "device"_a = nb::none(),
+      "stream"_a = nb::none(),
+      "A C-contiguous copy of an Array (in its memory unless memory= is given) or of a "
+      "buffer-protocol object such as a NumPy array (in the default memory), asynchronous on "
+      "the stream.");
   m.def(
       "to_gpu",
       [](nb::handle a, nb::handle stream, nb::handle device, nb::handle dtype_obj) -> nb::object {

@@ -132,9 +132,8 @@ int array_getbuffer(PyObject* self, Py_buffer* view, int flags) {
   const int ndim = a->view.ndim;
   const auto itemsize = static_cast<Py_ssize_t>(dt.itemsize());
   // len is nbytes (size * itemsize), as NumPy's buffers say, also for zero strides.
-  const Py_ssize_t len = guarded<Py_ssize_t>(-1, [&] {
-    return static_cast<Py_ssize_t>(check_layout("buffer", a->view).nbytes);
-  });
+  const Py_ssize_t len = guarded<Py_ssize_t>(
+      -1, [&] { return static_cast<Py_ssize_t>(check_layout("buffer", a->view).nbytes); });
   if (len < 0) {
     view->obj = nullptr;
     return -1;

@@ -29,8 +29,10 @@ basic_index resolve_basic_index(array_object* a, PyObject* key) {
   int consumed = 0, ellipses = 0;
   for (Py_ssize_t k = 0; k < n; ++k) {
     PyObject* item = PyTuple_GET_ITEM(items.ptr(), k);
-    if (item == Py_Ellipsis) ++ellipses;
-    else if (item != Py_None) ++consumed;
+    if (item == Py_Ellipsis)
+      ++ellipses;
+    else if (item != Py_None)
+      ++consumed;
   }
   if (ellipses > 1) index_error("an index can only have a single ellipsis ('...')");
   if (consumed > a->view.ndim)
@@ -56,8 +58,8 @@ basic_index resolve_basic_index(array_object* a, PyObject* key) {
     } else if (PySlice_Check(item)) {
       Py_ssize_t start, stop, step;
       if (PySlice_Unpack(item, &start, &stop, &step) < 0) throw nb::python_error();
-      const std::int64_t len = PySlice_AdjustIndices(
-          static_cast<Py_ssize_t>(a->view.shape[axis]), &start, &stop, step);
+      const std::int64_t len =
+          PySlice_AdjustIndices(static_cast<Py_ssize_t>(a->view.shape[axis]), &start, &stop, step);
       if (len > 0) first[static_cast<std::size_t>(axis)] = start;
       shape.push_back(len);
       // stride * step addresses an element only when len > 1; for one element or none a huge
@@ -101,7 +103,6 @@ basic_index resolve_basic_index(array_object* a, PyObject* key) {
   if (data) data += offset;
   return {data, std::move(shape), std::move(strides)};
 }
-
 
 // Integer indices on every axis give a 0-d Array (as CuPy does: the element may be on the device).
 PyObject* array_subscript(PyObject* self, PyObject* key) {
@@ -180,8 +181,10 @@ PyObject* array_reshape(PyObject* self, PyObject* args) {
       }
       shape.push_back(e);
     };
-    if (!PySequence_Check(spec.ptr()) || PyUnicode_Check(spec.ptr())) add(spec);  // one extent
-    else for (nb::handle h : nb::borrow<nb::sequence>(spec)) add(h);
+    if (!PySequence_Check(spec.ptr()) || PyUnicode_Check(spec.ptr()))
+      add(spec);  // one extent
+    else
+      for (nb::handle h : nb::borrow<nb::sequence>(spec)) add(h);
     const int ndim = static_cast<int>(shape.size());
     if (ndim > ARRAYPORT_MAX_NDIM)
       throw value_error("reshape: at most " + std::to_string(ARRAYPORT_MAX_NDIM) + " dimensions");

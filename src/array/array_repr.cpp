@@ -33,10 +33,12 @@ std::vector<unsigned char> leading_elements(array_object* a, std::int64_t count)
     const char* element =
         static_cast<const char*>(a->view.data) + offset * static_cast<std::int64_t>(itemsize);
     unsigned char* out = head.data() + static_cast<std::size_t>(i) * itemsize;
-    if (is_host_accessible(kind)) std::memcpy(out, element, itemsize);
-    else runtime::memcpy_async(out, memory_kind::host, element, kind, itemsize, a->view.stream,
-                               "Array.__repr__");  // a few bytes each
-    for (int k = ndim - 1; k >= 0; --k) {  // the next index in C order
+    if (is_host_accessible(kind))
+      std::memcpy(out, element, itemsize);
+    else
+      runtime::memcpy_async(out, memory_kind::host, element, kind, itemsize, a->view.stream,
+                            "Array.__repr__");  // a few bytes each
+    for (int k = ndim - 1; k >= 0; --k) {       // the next index in C order
       if (++index[static_cast<std::size_t>(k)] < a->view.shape[k]) break;
       index[static_cast<std::size_t>(k)] = 0;
     }

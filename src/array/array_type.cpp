@@ -200,9 +200,10 @@ PyType_Slot array_slots[] = {
     {Py_sq_length, reinterpret_cast<void*>(array_length)},
     {Py_bf_getbuffer, reinterpret_cast<void*>(array_getbuffer)},
     {Py_bf_releasebuffer, reinterpret_cast<void*>(array_releasebuffer)},
-    {Py_tp_doc, const_cast<char*>(
-        "An n-dimensional array in device, managed, pinned or host memory, shared zero-copy "
-        "through the buffer protocol, __cuda_array_interface__ and DLPack.")},
+    {Py_tp_doc,
+     const_cast<char*>(
+         "An n-dimensional array in device, managed, pinned or host memory, shared zero-copy "
+         "through the buffer protocol, __cuda_array_interface__ and DLPack.")},
     {0, nullptr}};
 
 PyType_Spec array_spec = {"arrayport.Array", sizeof(array_object), 0,
@@ -211,11 +212,11 @@ PyType_Spec array_spec = {"arrayport.Array", sizeof(array_object), 0,
 // A read-only view of `a` (for tests of read-only arrays).
 nb::object readonly_view(nb::handle a_obj) {
   array_object* a = require_array(a_obj, "a");
-  nb::object v = nb::steal(make_view(
-      a, static_cast<char*>(a->view.data),
-      std::vector<std::int64_t>(a->view.shape, a->view.shape + a->view.ndim),
-      std::vector<std::int64_t>(a->view.strides, a->view.strides + a->view.ndim),
-      dtype::from_c(a->view.dtype), "_readonly_view"));
+  nb::object v = nb::steal(
+      make_view(a, static_cast<char*>(a->view.data),
+                std::vector<std::int64_t>(a->view.shape, a->view.shape + a->view.ndim),
+                std::vector<std::int64_t>(a->view.strides, a->view.strides + a->view.ndim),
+                dtype::from_c(a->view.dtype), "_readonly_view"));
   as_array(v.ptr())->view.flags |= ARRAYPORT_VIEW_READONLY;
   return v;
 }
@@ -226,9 +227,9 @@ PyObject* make_view(array_object* src, char* data, const std::vector<std::int64_
                     const std::vector<std::int64_t>& strides, dtype dt, const char* what) {
   const int ndim = static_cast<int>(shape.size());
   check_layout(what, shape.data(), strides.data(), ndim, static_cast<std::int64_t>(dt.itemsize()));
-  array_object* a = alloc_array(
-      ndim, data, dt.to_c(),
-      {src->view.memory_kind, src->view.device, src->view.stream, src->view.flags});
+  array_object* a =
+      alloc_array(ndim, data, dt.to_c(),
+                  {src->view.memory_kind, src->view.device, src->view.stream, src->view.flags});
   for (int i = 0; i < ndim; ++i) {
     a->extents[i] = shape[static_cast<std::size_t>(i)];
     a->extents[ndim + i] = strides[static_cast<std::size_t>(i)];
@@ -270,9 +271,9 @@ nb::object make_owned_array(buffer&& storage, dtype dt, const std::int64_t* shap
   auto* owned = new buffer(std::move(storage));
   array_object* a = nullptr;
   try {
-    a = alloc_array(ndim, owned->data(), dt.to_c(),
-                    {static_cast<std::uint32_t>(owned->kind()), owned->dlpack_device(),
-                     owned->stream()});
+    a = alloc_array(
+        ndim, owned->data(), dt.to_c(),
+        {static_cast<std::uint32_t>(owned->kind()), owned->dlpack_device(), owned->stream()});
   } catch (...) {
     delete owned;
     throw;
@@ -303,10 +304,9 @@ PyObject* array_from_view(const arrayport_view_t* view, PyObject* owner) noexcep
     if (l.count > 0 && !view->data)
       throw value_error("array_from_view: data is NULL but the view has " +
                         std::to_string(l.count) + " elements");
-    array_object* a =
-        alloc_array(view->ndim, view->data, view->dtype,
-                    {view->memory_kind, view->device, view->stream,
-                     view->flags & ARRAYPORT_VIEW_READONLY});
+    array_object* a = alloc_array(
+        view->ndim, view->data, view->dtype,
+        {view->memory_kind, view->device, view->stream, view->flags & ARRAYPORT_VIEW_READONLY});
     for (int i = 0; i < view->ndim; ++i) {
       a->extents[i] = view->shape[i];
       a->extents[view->ndim + i] = view->strides[i];

@@ -29,8 +29,8 @@ struct creation_args {
   stream_handle stream;
 };
 
-creation_args parse_creation(nb::handle shape, nb::handle dt, nb::handle memory,
-                             nb::handle device, nb::handle stream, const char* what) {
+creation_args parse_creation(nb::handle shape, nb::handle dt, nb::handle memory, nb::handle device,
+                             nb::handle stream, const char* what) {
   return {parse_shape(shape, what), parse_dtype(dt), parse_memory(memory.ptr(), what),
           device_arg(device.ptr(), what), parse_stream(stream, what)};
 }
@@ -111,8 +111,7 @@ nb::object ones_like(nb::handle a, nb::handle dt, nb::handle memory, nb::handle 
 
 nb::object full_like(nb::handle a, nb::handle value, nb::handle dt, nb::handle memory,
                      nb::handle device, nb::handle stream) {
-  return filled(parse_like(a, dt, memory, device, stream, "full_like"), stream, value,
-                "full_like");
+  return filled(parse_like(a, dt, memory, device, stream, "full_like"), stream, value, "full_like");
 }
 
 }  // namespace

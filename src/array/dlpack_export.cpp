@@ -84,7 +84,8 @@ void stream_handshake(array_object* a, PyObject* stream) {
     int overflow = 0;
     s = PyLong_AsLongLongAndOverflow(stream, &overflow);
     if (s == -1 && PyErr_Occurred()) throw nanobind::python_error();
-    if (overflow < 0) s = -2;  // below -1: refused below
+    if (overflow < 0)
+      s = -2;  // below -1: refused below
     else if (overflow > 0) {
       s = static_cast<long long>(handle_arg(stream, "__dlpack__: stream"));
       above_int64 = true;
@@ -100,8 +101,9 @@ void stream_handshake(array_object* a, PyObject* stream) {
   if (stream != Py_None) {
     if (s == -1) return;  // the consumer asked for no synchronisation
     if (s == 0)
-      buffer_error("__dlpack__: stream=0 is disallowed for CUDA (ambiguous); use 1 for the legacy "
-                   "default stream or 2 for the per-thread default stream");
+      buffer_error(
+          "__dlpack__: stream=0 is disallowed for CUDA (ambiguous); use 1 for the legacy "
+          "default stream or 2 for the per-thread default stream");
     if (s < -1 && !above_int64)
       buffer_error("__dlpack__: stream: expected None, -1 or a stream handle, got " +
                    std::string(nanobind::str(stream).c_str()));
@@ -139,13 +141,16 @@ PyObject* export_impl(PyObject* self, PyObject* args, PyObject* kwargs) {
   if (copy != Py_None && !PyBool_Check(copy))
     throw type_error("__dlpack__: copy: expected True, False or None, got " + type_name_of(copy));
   if (copy == Py_True)
-    buffer_error("__dlpack__: copy=True is not supported yet; export the array itself "
-                 "(copy=None) or copy it first with .copy()");
+    buffer_error(
+        "__dlpack__: copy=True is not supported yet; export the array itself "
+        "(copy=None) or copy it first with .copy()");
   arrayport_device_t device = a->view.device;
   if (dl_device != Py_None) {
     if (!PyTuple_Check(dl_device) || PyTuple_GET_SIZE(dl_device) != 2)
-      throw type_error("__dlpack__: dl_device: expected None or a (device_type, device_id) tuple "
-                       "of ints, got " + type_name_of(dl_device));
+      throw type_error(
+          "__dlpack__: dl_device: expected None or a (device_type, device_id) tuple "
+          "of ints, got " +
+          type_name_of(dl_device));
     const int type =
         static_cast<int>(int_arg(PyTuple_GET_ITEM(dl_device, 0), "__dlpack__", "dl_device[0]", 0,
                                  INT32_MAX, "a DLPack device type"));
@@ -166,20 +171,22 @@ PyObject* export_impl(PyObject* self, PyObject* args, PyObject* kwargs) {
       buffer_error("__dlpack__: dl_device=(" + std::to_string(type) + ", " + std::to_string(id) +
                    ") asks for another device than the array's (" +
                    std::to_string(device.device_type) + ", " + std::to_string(device.device_id) +
-                   ")" + (copy == Py_False ? "; copy=False forbids the copy that would need"
-                                            : "; move it first with .to()"));
+                   ")" +
+                   (copy == Py_False ? "; copy=False forbids the copy that would need"
+                                     : "; move it first with .to()"));
     }
   }
   const bool readonly = (a->view.flags & ARRAYPORT_VIEW_READONLY) != 0;
   if (readonly && !versioned)
-    buffer_error("__dlpack__: a read-only array cannot be exported through the legacy "
-                 "(unversioned) DLPack ABI, which has no read-only flag; pass max_version=(1, 0)");
+    buffer_error(
+        "__dlpack__: a read-only array cannot be exported through the legacy "
+        "(unversioned) DLPack ABI, which has no read-only flag; pass max_version=(1, 0)");
 
   // A CPU consumer reads now; so may one that passes no stream for host-accessible memory
   // (NumPy's from_dlpack does): the host must see the producer's stream drained.
   const auto kind = static_cast<memory_kind>(a->view.memory_kind);
-  const bool host_reader = device.device_type == ARRAYPORT_DEVICE_CPU ||
-                           (stream == Py_None && is_host_accessible(kind));
+  const bool host_reader =
+      device.device_type == ARRAYPORT_DEVICE_CPU || (stream == Py_None && is_host_accessible(kind));
   if (host_reader && kind != memory_kind::host) {
     runtime::stream_synchronize(a->view.stream, array_device(a));
   } else {

@@ -29,8 +29,7 @@ namespace {
 // with it. A GC-tracked object (a capsule is not), so that a producer that keeps a view of itself
 // (x.me = arrayport.view(x)) makes a cycle the collector sees, frees, and releases exactly once.
 struct holder_object {
-  PyObject_HEAD
-  python::acquired held;
+  PyObject_HEAD python::acquired held;
   arrayport_view_t view;  // what the Array views: held's, or cuda.register's pinned rewrite
   void* locked;           // pages cuda.register page-locked: unlocked before the producer goes
 };
@@ -104,7 +103,8 @@ std::uint32_t parse_protocol(nb::handle protocol) {
   if (protocol.is_none()) return python::protocol_all;
   const char* expected = "expected None, 'array', 'exchange', 'buffer', 'dlpack', 'cai' or 'cupy'";
   if (!PyUnicode_Check(protocol.ptr()))
-    throw type_error(std::string("protocol: ") + expected + ", got " + type_name_of(protocol.ptr()));
+    throw type_error(std::string("protocol: ") + expected + ", got " +
+                     type_name_of(protocol.ptr()));
   const std::string name = nb::cast<std::string>(protocol);
   if (name == "array") return python::protocol_array;
   if (name == "exchange") return python::protocol_exchange;
@@ -172,14 +172,17 @@ nb::object register_host(nb::handle obj) {
   holder_object* reg = as_holder(holder);
   arrayport_view_t v = reg->view;
   const auto kind = static_cast<memory_kind>(v.memory_kind);
-  if (kind == memory_kind::host) {  // refined: pageable, or pinned/managed the bridge did not ask about
+  if (kind ==
+      memory_kind::host) {  // refined: pageable, or pinned/managed the bridge did not ask about
     const runtime::pointer_info info = runtime::query_pointer(v.data);
     if (info.kind == memory_kind::pinned)
-      throw value_error("register: these pages are already page-locked (by another registration "
-                        "or a pinned allocation): expected pageable host memory, got pinned memory");
+      throw value_error(
+          "register: these pages are already page-locked (by another registration "
+          "or a pinned allocation): expected pageable host memory, got pinned memory");
     if (info.kind != memory_kind::host)
       throw value_error("register: expected pageable host memory, got " +
-                        std::string(to_string(info.kind)) + " memory (already reachable from the GPU)");
+                        std::string(to_string(info.kind)) +
+                        " memory (already reachable from the GPU)");
   } else {
     throw value_error("register: expected pageable host memory, got " +
                       std::string(to_string(kind)) + " memory");
@@ -192,9 +195,10 @@ nb::object register_host(nb::handle obj) {
       runtime::host_register(reinterpret_cast<void*>(lo), static_cast<std::size_t>(span.span()));
     } catch (const cuda_error& e) {
       if (e.status_name() == "cudaErrorHostMemoryAlreadyRegistered")
-        throw value_error("register: these pages are already page-locked by another registration "
-                          "(small arrays can share pages: register the buffer they live in, or "
-                          "copy into pinned memory)");
+        throw value_error(
+            "register: these pages are already page-locked by another registration "
+            "(small arrays can share pages: register the buffer they live in, or "
+            "copy into pinned memory)");
       throw;
     }
     reg->locked = reinterpret_cast<void*>(lo);
@@ -284,13 +288,16 @@ void register_consume(nb::module_& m) {
         "Whether view() has a protocol to try on obj: an Array, a type with the buffer protocol "
         "(its slot, not an export: memoryview() of a hostile exporter can crash CPython), "
         "__dlpack__ or __cuda_array_interface__.");
-  m.def("_acquire_protocol", [](nb::handle obj, nb::handle protocol, bool reads_only) {
-          python::acquired a = acquire_for_python(obj, parse_stream(nb::none()), true,
-                                                  parse_protocol(protocol), true, reads_only);
-          return std::string(protocol_name(a.protocol_used()));
-        }, "obj"_a, "protocol"_a = nb::none(), "reads_only"_a = false,
-        "The protocol the bridge picks for obj as a function argument (reads_only: one the "
-        "callee only reads), acquiring and releasing it once (for tests).");
+  m.def(
+      "_acquire_protocol",
+      [](nb::handle obj, nb::handle protocol, bool reads_only) {
+        python::acquired a = acquire_for_python(obj, parse_stream(nb::none()), true,
+                                                parse_protocol(protocol), true, reads_only);
+        return std::string(protocol_name(a.protocol_used()));
+      },
+      "obj"_a, "protocol"_a = nb::none(), "reads_only"_a = false,
+      "The protocol the bridge picks for obj as a function argument (reads_only: one the "
+      "callee only reads), acquiring and releasing it once (for tests).");
 }
 
 }  // namespace arrayport::ext

@@ -77,9 +77,10 @@ PyObject* array_advise(PyObject* self, PyObject* args, PyObject* kwargs) {
         {"unset_preferred_location", runtime::mem_advice::unset_preferred_location},
         {"set_accessed_by", runtime::mem_advice::set_accessed_by},
         {"unset_accessed_by", runtime::mem_advice::unset_accessed_by}};
-    const char* expected = "expected one of 'set_read_mostly', 'unset_read_mostly', "
-                           "'set_preferred_location', 'unset_preferred_location', "
-                           "'set_accessed_by', 'unset_accessed_by'";
+    const char* expected =
+        "expected one of 'set_read_mostly', 'unset_read_mostly', "
+        "'set_preferred_location', 'unset_preferred_location', "
+        "'set_accessed_by', 'unset_accessed_by'";
     if (!PyUnicode_Check(advice))
       throw type_error(std::string("advise: advice: ") + expected + ", got " +
                        type_name_of(advice));

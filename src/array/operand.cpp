@@ -77,8 +77,7 @@ operand held_buffer::to_operand(const char* what) const {
       check_layout(what, op.shape.data(), m_view.strides ? op.strides.data() : nullptr, m_view.ndim,
                    static_cast<std::int64_t>(op.dt.itemsize()), stride_unit::bytes);
   if (l.count > 0 && (!m_view.buf || !fits_address_space(m_view.buf, l)))
-    throw value_error(std::string(what) + ": the buffer's shape " +
-                      shape_string(op.shape) +
+    throw value_error(std::string(what) + ": the buffer's shape " + shape_string(op.shape) +
                       " and strides reach outside the address space");
   if (!m_view.strides) op.strides = c_strides(op.shape, op.dt.itemsize());
   // Registered or pinned host memory (and managed memory) is read by the GPU asynchronously.
@@ -105,7 +104,7 @@ int copy_device(const operand& dst, const operand& src, stream_handle stream) {
   if (!runtime::is_available()) return -1;
   const int data = is_gpu_resident(dst.kind)   ? dst.device
                    : is_gpu_resident(src.kind) ? src.device
-                                                                  : -1;
+                                               : -1;
   return runtime::stream_device(stream, data);
 }
 
@@ -149,8 +148,8 @@ void copy_ordered(const operand& dst, const operand& src, stream_handle stream, 
   if (dst.ordered) runtime::order_streams(dst.stream, stream_device_of(dst), stream, device);
   if (src.ordered) runtime::order_streams(src.stream, stream_device_of(src), stream, device);
   // The copy's device must reach every side in GPU memory: its own, or a peer's it has access to.
-  const bool across = is_gpu_resident(dst.kind) &&
-                      is_gpu_resident(src.kind) && dst.device != src.device;
+  const bool across =
+      is_gpu_resident(dst.kind) && is_gpu_resident(src.kind) && dst.device != src.device;
   int elsewhere = -1;  // a GPU side the copy's device cannot reach
   for (const operand* side : {&dst, &src})
     if (is_gpu_resident(side->kind) && device >= 0 && side->device != device &&
@@ -203,8 +202,7 @@ operand staged(const operand& src, stream_handle stream, buffer& storage, const 
 operand broadcast_to(operand v, const std::vector<std::int64_t>& shape, const char* what) {
   const auto fail = [&] {
     throw value_error(std::string(what) + ": could not broadcast input array from shape " +
-                      shape_string(v.shape) + " into shape " +
-                      shape_string(shape));
+                      shape_string(v.shape) + " into shape " + shape_string(shape));
   };
   std::size_t drop = 0;
   while (v.shape.size() - drop > shape.size() && v.shape[drop] == 1) ++drop;
@@ -215,8 +213,10 @@ operand broadcast_to(operand v, const std::vector<std::int64_t>& shape, const ch
   const std::size_t offset = shape.size() - (v.shape.size() - drop);
   for (std::size_t i = offset; i < shape.size(); ++i) {
     const std::size_t j = i - offset + drop;
-    if (v.shape[j] == shape[i]) out.strides[i] = v.strides[j];
-    else if (v.shape[j] != 1) fail();
+    if (v.shape[j] == shape[i])
+      out.strides[i] = v.strides[j];
+    else if (v.shape[j] != 1)
+      fail();
   }
   return out;
 }

@@ -59,8 +59,8 @@ template <class Word>
 __global__ void copy_any_rank(::arrayport::detail::copy_layout l) {
   const std::uint64_t count = static_cast<std::uint64_t>(l.count);
   const std::uint64_t step = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
-  for (std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
-       i += step) {
+  for (std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       i < count; i += step) {
     std::int64_t d, s;
     offsets_of(l, i, d, s);
     *reinterpret_cast<Word*>(l.dst + d) = *reinterpret_cast<const Word*>(l.src + s);
@@ -73,7 +73,8 @@ constexpr unsigned block_size = 256;
 constexpr std::int64_t max_blocks = 8192;
 
 unsigned grid_for(std::int64_t count) {
-  return static_cast<unsigned>(std::min<std::int64_t>((count + block_size - 1) / block_size, max_blocks));
+  return static_cast<unsigned>(
+      std::min<std::int64_t>((count + block_size - 1) / block_size, max_blocks));
 }
 
 template <int Rank>
@@ -94,18 +95,21 @@ template <class Word, int Rank>
 void launch_fixed(const ::arrayport::detail::copy_layout& l, cudaStream_t stream) {
   const fixed_layout<Rank> f = to_fixed<Rank>(l);
   if (l.count <= INT32_MAX)
-    copy_fixed_rank<Word, Rank, std::uint32_t><<<grid_for(l.count), block_size, 0, stream>>>(
-        f, static_cast<std::uint32_t>(l.count));
+    copy_fixed_rank<Word, Rank, std::uint32_t>
+        <<<grid_for(l.count), block_size, 0, stream>>>(f, static_cast<std::uint32_t>(l.count));
   else
-    copy_fixed_rank<Word, Rank, std::uint64_t><<<grid_for(l.count), block_size, 0, stream>>>(
-        f, static_cast<std::uint64_t>(l.count));
+    copy_fixed_rank<Word, Rank, std::uint64_t>
+        <<<grid_for(l.count), block_size, 0, stream>>>(f, static_cast<std::uint64_t>(l.count));
 }
 
 template <class Word>
 void launch_word(const ::arrayport::detail::copy_layout& l, cudaStream_t stream) {
-  if (l.ndim <= 2) launch_fixed<Word, 2>(l, stream);
-  else if (l.ndim <= 4) launch_fixed<Word, 4>(l, stream);
-  else copy_any_rank<Word><<<grid_for(l.count), block_size, 0, stream>>>(l);
+  if (l.ndim <= 2)
+    launch_fixed<Word, 2>(l, stream);
+  else if (l.ndim <= 4)
+    launch_fixed<Word, 4>(l, stream);
+  else
+    copy_any_rank<Word><<<grid_for(l.count), block_size, 0, stream>>>(l);
 }
 
 // ---- fills ----------------------------------------------------------------------------------
@@ -114,8 +118,8 @@ void launch_word(const ::arrayport::detail::copy_layout& l, cudaStream_t stream)
 template <class Word>
 __global__ void fill_contiguous(Word* dst, std::uint64_t count, Word value) {
   const std::uint64_t step = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
-  for (std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
-       i += step)
+  for (std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       i < count; i += step)
     dst[i] = value;
 }
 
@@ -140,12 +144,13 @@ __global__ void fill_fixed_rank(fixed_layout<Rank> l, std::uint32_t count, Word 
 // Anything else: any rank, and elements written in several words (a destination aligned to less
 // than the element), whose source offsets step within `value`.
 template <class Word>
-__global__ void fill_any_rank(::arrayport::detail::copy_layout l, ::arrayport::detail::fill_value value) {
+__global__ void fill_any_rank(::arrayport::detail::copy_layout l,
+                              ::arrayport::detail::fill_value value) {
   const std::uint64_t count = static_cast<std::uint64_t>(l.count);
   const std::uint64_t step = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
   const auto base = reinterpret_cast<std::uintptr_t>(l.src);  // an offset into value.bytes
-  for (std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
-       i += step) {
+  for (std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       i < count; i += step) {
     std::int64_t d, s;
     offsets_of(l, i, d, s);
     *reinterpret_cast<Word*>(l.dst + d) =

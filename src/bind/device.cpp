@@ -66,7 +66,8 @@ nb::object run_pipeline(const char* name, nb::tuple operands, nb::handle out, nb
   if (!g_pipeline) {
     PyErr_Format(PyExc_RuntimeError,
                  "%s: device=: the staging of arrayport.ops is not registered (importing the "
-                 "arrayport package registers it)", name);
+                 "arrayport package registers it)",
+                 name);
     throw nb::python_error();
   }
   return nb::borrow(g_pipeline)(name, operands, out, device, params);
@@ -79,8 +80,7 @@ nb::object elementwise_on_device(const ew_request& r, nb::handle device, nb::dic
     if (cast) target = parse_astype_dtype(cast);
     ew_request staged = r;
     if (target) staged.cast_to = &*target;
-    if (nb::object result = elementwise_staged(staged, st->device, st->chunk_bytes))
-      return result;
+    if (nb::object result = elementwise_staged(staged, st->device, st->chunk_bytes)) return result;
   }
   return run_pipeline(r.op_name, operand_tuple(r.inputs), r.out, device, params);
 }

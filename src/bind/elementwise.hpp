@@ -15,9 +15,9 @@ struct ew_request {
   ops::op_id op;
   const char* op_name;
   ops::span<const operand> inputs;
-  nanobind::handle out;                         ///< None: a new result
+  nanobind::handle out;                            ///< None: a new result
   nanobind::handle zero_value = nanobind::none();  ///< divide's; None otherwise
-  const dtype* cast_to = nullptr;               ///< astype's target dtype; null otherwise
+  const dtype* cast_to = nullptr;                  ///< astype's target dtype; null otherwise
 };
 
 /// Runs `r` where its operands live, on the current stream; returns the result (or out=).

@@ -44,9 +44,9 @@ void require_reachable(const ops_arg& arg, const char* op_name, const char* name
   write_label(label, op_name, name);
   throw no_device_error(std::string(label) +
                         ": expected memory the CPU can read (this machine has no usable CUDA "
-                        "device: " + runtime::probe().reason + "), got " +
-                        std::string(to_string(kind)) + " memory (from " +
-                        python::detail::type_name(o) + ")");
+                        "device: " +
+                        runtime::probe().reason + "), got " + std::string(to_string(kind)) +
+                        " memory (from " + python::detail::type_name(o) + ")");
 }
 
 // NEP 50: bool, int, float and complex themselves are weak. NumPy's scalars are 0-d arrays
@@ -55,15 +55,22 @@ void require_reachable(const ops_arg& arg, const char* op_name, const char* name
 bool read_scalar(PyObject* o, input_holder& h, ops_arg& arg) {
   weak_kind k = weak_kind::none;
   bool strong = false;
-  if (PyBool_Check(o)) k = weak_kind::bool_;
-  else if (PyLong_CheckExact(o)) k = weak_kind::int_;
-  else if (PyFloat_CheckExact(o)) k = weak_kind::float_;
-  else if (PyComplex_CheckExact(o)) k = weak_kind::complex_;
+  if (PyBool_Check(o))
+    k = weak_kind::bool_;
+  else if (PyLong_CheckExact(o))
+    k = weak_kind::int_;
+  else if (PyFloat_CheckExact(o))
+    k = weak_kind::float_;
+  else if (PyComplex_CheckExact(o))
+    k = weak_kind::complex_;
   else if (!PyObject_CheckBuffer(o)) {
     strong = true;
-    if (PyLong_Check(o)) k = weak_kind::int_;
-    else if (PyFloat_Check(o)) k = weak_kind::float_;
-    else if (PyComplex_Check(o)) k = weak_kind::complex_;
+    if (PyLong_Check(o))
+      k = weak_kind::int_;
+    else if (PyFloat_Check(o))
+      k = weak_kind::float_;
+    else if (PyComplex_Check(o))
+      k = weak_kind::complex_;
   }
   if (k == weak_kind::none) return false;
   arg.kind = k;
@@ -74,8 +81,8 @@ bool read_scalar(PyObject* o, input_holder& h, ops_arg& arg) {
 
 }  // namespace
 
-void read_operand(const operand& in, const char* op_name, stream_handle stream,
-                  input_holder& h, ops_arg& arg, bool allow_scalar) {
+void read_operand(const operand& in, const char* op_name, stream_handle stream, input_holder& h,
+                  ops_arg& arg, bool allow_scalar) {
   arg.name = in.name;
   arg.kind = weak_kind::none;
   arg.strong = arg.ordered = false;
@@ -119,8 +126,8 @@ void scalar_operand(PyObject* value, dtype dt, unsigned char* out, const char* o
     // Built only on failure: this runs for every scalar operand.
     std::string msg = nb::str(e.value()).c_str();
     if (msg.rfind("value: ", 0) == 0) msg.erase(0, 7);
-    const std::string what = std::string(op_name) +
-                             (arg ? std::string(": argument '") + arg + "'" : ": zero_value");
+    const std::string what =
+        std::string(op_name) + (arg ? std::string(": argument '") + arg + "'" : ": zero_value");
     const nb::object type = nb::borrow(e.type());
     PyErr_SetString(type.ptr(), (what + ": " + msg).c_str());
     throw nb::python_error();
@@ -185,8 +192,9 @@ bool c_contiguous(const strided_view& v) {
 
 dtype parse_astype_dtype(nb::handle d) {
   if (d.is_none())
-    throw type_error("astype: dtype: expected a dtype name, a NumPy dtype or a Python number "
-                     "type, got None");
+    throw type_error(
+        "astype: dtype: expected a dtype name, a NumPy dtype or a Python number "
+        "type, got None");
   try {
     return parse_dtype(d);
   } catch (const type_error& e) {

@@ -51,23 +51,24 @@ nb::object run(const ew_request& r, nb::handle device) {
 }
 
 void register_binary(nb::module_& m, const entry<op_id>& e) {
-  m.def(e.name,
-        [op = e.op, name = e.name](nb::handle x1, nb::handle x2, nb::handle out,
-                                   nb::handle device) {
-          const operand in[] = {{x1, "x1"}, {x2, "x2"}};
-          return run({op, name, in, out}, device);
-        },
-        "x1"_a.none(), "x2"_a.none(), nb::kw_only(), "out"_a = nb::none(),
-        "device"_a = nb::none(), e.doc);
+  m.def(
+      e.name,
+      [op = e.op, name = e.name](nb::handle x1, nb::handle x2, nb::handle out, nb::handle device) {
+        const operand in[] = {{x1, "x1"}, {x2, "x2"}};
+        return run({op, name, in, out}, device);
+      },
+      "x1"_a.none(), "x2"_a.none(), nb::kw_only(), "out"_a = nb::none(), "device"_a = nb::none(),
+      e.doc);
 }
 
 void register_unary(nb::module_& m, const entry<op_id>& e) {
-  m.def(e.name,
-        [op = e.op, name = e.name](nb::handle x, nb::handle out, nb::handle device) {
-          const operand in[] = {{x, "x"}};
-          return run({op, name, in, out}, device);
-        },
-        "x"_a.none(), nb::kw_only(), "out"_a = nb::none(), "device"_a = nb::none(), e.doc);
+  m.def(
+      e.name,
+      [op = e.op, name = e.name](nb::handle x, nb::handle out, nb::handle device) {
+        const operand in[] = {{x, "x"}};
+        return run({op, name, in, out}, device);
+      },
+      "x"_a.none(), nb::kw_only(), "out"_a = nb::none(), "device"_a = nb::none(), e.doc);
 }
 
 nb::object divide(nb::handle x1, nb::handle x2, nb::handle out, nb::handle zero_value,
@@ -103,21 +104,22 @@ nb::object axpy(nb::handle a, nb::handle x, nb::handle y, nb::handle out, nb::ha
 }
 
 void register_reduction(nb::module_& m, const entry<reduce_op>& e) {
-  m.def(e.name,
-        [op = e.op, name = e.name](nb::handle x, nb::handle axis, nb::handle keepdims,
-                                   nb::handle out, nb::handle device) {
-          if (device.is_none()) return reduce(op, x, axis, keepdims, out);
-          nb::dict params;
-          params["axis"] = axis;
-          params["keepdims"] = keepdims;
-          return run_pipeline(name, nb::make_tuple(x), out, device, params);
-        },
-        "x"_a.none(), "axis"_a.none() = nb::none(), "keepdims"_a.none() = nb::bool_(false),
-        nb::kw_only(), "out"_a = nb::none(), "device"_a = nb::none(), e.doc);
+  m.def(
+      e.name,
+      [op = e.op, name = e.name](nb::handle x, nb::handle axis, nb::handle keepdims, nb::handle out,
+                                 nb::handle device) {
+        if (device.is_none()) return reduce(op, x, axis, keepdims, out);
+        nb::dict params;
+        params["axis"] = axis;
+        params["keepdims"] = keepdims;
+        return run_pipeline(name, nb::make_tuple(x), out, device, params);
+      },
+      "x"_a.none(), "axis"_a.none() = nb::none(), "keepdims"_a.none() = nb::bool_(false),
+      nb::kw_only(), "out"_a = nb::none(), "device"_a = nb::none(), e.doc);
 }
 
-nb::object dot_on(nb::handle x, nb::handle y, nb::handle axis, nb::handle keepdims,
-                  nb::handle out, nb::handle device) {
+nb::object dot_on(nb::handle x, nb::handle y, nb::handle axis, nb::handle keepdims, nb::handle out,
+                  nb::handle device) {
   if (device.is_none()) return dot(x, y, axis, keepdims, out);
   nb::dict params;
   params["axis"] = axis;

@@ -99,9 +99,8 @@ void check_reduce_out(const char* op_name, const strided_view& out, dtype out_dt
                       arrayport::detail::tuple_string(shape.data(), nd) + ", got " +
                       arrayport::detail::tuple_string(out.c_view().shape, out.ndim()));
   if (out.dtype() != out_dt)
-    throw type_error(std::string(op_name) + ": out: expected dtype " +
-                     std::string(out_dt.name()) + ", got " +
-                     arrayport::detail::describe(out.dtype()));
+    throw type_error(std::string(op_name) + ": out: expected dtype " + std::string(out_dt.name()) +
+                     ", got " + arrayport::detail::describe(out.dtype()));
   if (out.readonly())
     throw value_error(std::string(op_name) +
                       ": out: expected a writable array, got a read-only one");
@@ -137,10 +136,10 @@ void read_out(reduce_operands<N>& o, nb::handle out, const char* op_name, stream
 // Runs the reduction into out (when it is C-contiguous and no input overlaps it) or into a new
 // array, copied into out when there is one.
 template <int N>
-nb::object finish_reduce(ops::reduce_call& call, const char* op_name,
-                         const ops::placement& where, const current_stream_state& cs,
-                         dtype out_dt, const std::vector<std::int64_t>& shape,
-                         const reduce_operands<N>& o, nb::handle out_obj) {
+nb::object finish_reduce(ops::reduce_call& call, const char* op_name, const ops::placement& where,
+                         const current_stream_state& cs, dtype out_dt,
+                         const std::vector<std::int64_t>& shape, const reduce_operands<N>& o,
+                         nb::handle out_obj) {
   const ops_arg* out = o.out();
   bool direct = out && c_contiguous(out->view);
   for (int i = 0; direct && i < o.n; ++i) direct = !overlaps(o.args[i].view, out->view);
@@ -189,7 +188,8 @@ nb::object reduce(ops::reduce_op op, nb::handle x, nb::handle axis, nb::handle k
   const strided_view& in = o.args[0].view;
   const type_id t = ops::to_type_id(in.dtype());
   const type_id rt = (t == ops::invalid_type || int(t) >= ops::elementwise_type_count)
-                         ? ops::invalid_type : ops::reduce_result_type(op, t);
+                         ? ops::invalid_type
+                         : ops::reduce_result_type(op, t);
   if (rt == ops::invalid_type)
     throw type_error(std::string(op_name) + ": not supported for dtype " +
                      arrayport::detail::describe(in.dtype()));
@@ -204,8 +204,8 @@ nb::object reduce(ops::reduce_op op, nb::handle x, nb::handle axis, nb::handle k
   if (o.has_out) check_reduce_out(op_name, o.out()->view, out_dt, shape);
   // As NumPy: a reduction over nothing has no value, even into an empty result.
   if (call.len == 0 && (op == ops::reduce_op::min || op == ops::reduce_op::max))
-    throw value_error(std::string(op_name) + ": zero-size array to reduction operation " +
-                      op_name + " which has no identity");
+    throw value_error(std::string(op_name) + ": zero-size array to reduction operation " + op_name +
+                      " which has no identity");
   nb::object r = finish_reduce(call, op_name, where, cs, out_dt, shape, o, out_obj);
   wait_before_release(o.held(), where, cs.handle);
   return r;

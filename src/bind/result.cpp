@@ -18,8 +18,8 @@ void allocate_output(output_holder& h, const char* op_name, dtype dt, const std:
   const layout_info l = measure_layout(shape, nullptr, nd, itemsize);  // count * itemsize
   if (!l.ok())
     throw value_error(std::string(op_name) + ": the result would have shape " +
-                      arrayport::detail::tuple_string(shape, nd) + " of " +
-                      std::string(dt.name()) + ", 2^63 bytes or more");
+                      arrayport::detail::tuple_string(shape, nd) + " of " + std::string(dt.name()) +
+                      ", 2^63 bytes or more");
   for (int i = 0; i < nd; ++i) h.extents[i] = shape[i];
   compact_strides(shape, nd, h.extents + nd, itemsize);
   const auto bytes = static_cast<std::size_t>(l.nbytes);
@@ -28,8 +28,8 @@ void allocate_output(output_holder& h, const char* op_name, dtype dt, const std:
   } catch (const std::bad_alloc&) {  // host memory; device memory throws out_of_memory
     const std::string msg = std::string(op_name) + ": out of memory for the result of shape " +
                             arrayport::detail::tuple_string(shape, nd) + " of " +
-                            std::string(dt.name()) + " (" + std::to_string(bytes) +
-                            " bytes of " + std::string(to_string(where.out_kind)) + " memory)";
+                            std::string(dt.name()) + " (" + std::to_string(bytes) + " bytes of " +
+                            std::string(to_string(where.out_kind)) + " memory)";
     PyErr_SetString(PyExc_MemoryError, msg.c_str());
     throw nb::python_error();
   }

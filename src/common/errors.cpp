@@ -86,8 +86,8 @@ PyObject* new_exception(nb::module_& m, const char* name, PyObject* bases, const
 
 }  // namespace
 
-void set_cuda_error_for_c(const char* message, int status, const char* status_name,
-                          const char* api, int out_of_memory) noexcept {
+void set_cuda_error_for_c(const char* message, int status, const char* status_name, const char* api,
+                          int out_of_memory) noexcept {
   raise_cuda(out_of_memory ? g_out_of_memory : g_cuda_error, message ? message : "", status,
              status_name ? status_name : "", api ? api : "");
 }

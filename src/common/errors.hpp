@@ -15,8 +15,8 @@ void raise_current_exception() noexcept;
 
 /// The C API's set_cuda_error (api.h): raises CudaError / OutOfMemoryError from the fields of a
 /// cuda_error that another extension module caught.
-void set_cuda_error_for_c(const char* message, int status, const char* status_name,
-                          const char* api, int out_of_memory) noexcept;
+void set_cuda_error_for_c(const char* message, int status, const char* status_name, const char* api,
+                          int out_of_memory) noexcept;
 
 /// Runs `f` in a raw CPython slot: a C++ exception becomes the Python error and `fail` is returned.
 template <class R, class F>

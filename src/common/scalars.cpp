@@ -98,7 +98,8 @@ void scalar_to_bytes(PyObject* value, dtype dt, unsigned char* out, const char* 
     }
     if (dt.bits == 64)
       store(out, std::complex<float>(static_cast<float>(c.real), static_cast<float>(c.imag)));
-    else store(out, std::complex<double>(c.real, c.imag));
+    else
+      store(out, std::complex<double>(c.real, c.imag));
     return;
   }
   if (PyComplex_Check(value))
@@ -109,10 +110,14 @@ void scalar_to_bytes(PyObject* value, dtype dt, unsigned char* out, const char* 
     fail(PyExc_TypeError, name + ": expected a number for dtype " + std::string(dt.name()) +
                               ", got " + Py_TYPE(value)->tp_name);
   }
-  if (dt == dtypes::float64) store(out, d);
-  else if (dt == dtypes::float32) store(out, static_cast<float>(d));
-  else if (dt == dtypes::float16) store(out, float16_t(static_cast<float>(d)));
-  else store(out, bfloat16_t(static_cast<float>(d)));
+  if (dt == dtypes::float64)
+    store(out, d);
+  else if (dt == dtypes::float32)
+    store(out, static_cast<float>(d));
+  else if (dt == dtypes::float16)
+    store(out, float16_t(static_cast<float>(d)));
+  else
+    store(out, bfloat16_t(static_cast<float>(d)));
 }
 
 }  // namespace arrayport::ext

@@ -74,8 +74,7 @@ void register_functions(nb::module_& m) {
   m.def("driver_version", &runtime::driver_version,
         "The latest CUDA version the installed driver supports, e.g. 13000; 0 when no driver can "
         "be loaded (never raises).");
-  m.def("current_stream", &current_stream_of_this_thread,
-        nb::sig("def current_stream() -> Stream"),
+  m.def("current_stream", &current_stream_of_this_thread, nb::sig("def current_stream() -> Stream"),
         "The calling thread's current stream: the innermost `with stream:` block's stream (the "
         "same object), or the legacy default stream (handle 0, borrowed) of the current device "
         "when no block is open. Works without a device.");

@@ -64,14 +64,10 @@ nb::tuple device_compute_capability(const py_device& d) {
   return nb::make_tuple(d.properties().major, d.properties().minor);
 }
 auto device_total_memory(const py_device& d) { return d.properties().total_memory; }
-auto device_multiprocessor_count(const py_device& d) {
-  return d.properties().multiprocessor_count;
-}
+auto device_multiprocessor_count(const py_device& d) { return d.properties().multiprocessor_count; }
 auto device_pci_bus_id(const py_device& d) { return d.properties().pci_bus_id; }
 auto device_uuid(const py_device& d) { return d.properties().uuid; }
-auto device_mem_info(const py_device& d) {
-  return runtime::mem_get_info(d.index);
-}
+auto device_mem_info(const py_device& d) { return runtime::mem_get_info(d.index); }
 
 bool device_can_access_peer(const py_device& d, nb::handle peer) {
   const int p = cuda_device_arg(peer, "Device.can_access_peer", false, "peer");

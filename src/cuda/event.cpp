@@ -30,9 +30,7 @@ void event_init(py_event* self, nb::handle timing, nb::handle blocking) {
   new (self) py_event(make_event(t, b));
 }
 
-void event_record(py_event& e, nb::handle stream) {
-  record(e, stream_arg(stream, "Event.record"));
-}
+void event_record(py_event& e, nb::handle stream) { record(e, stream_arg(stream, "Event.record")); }
 
 void event_synchronize(const py_event& e) { e.event.synchronize(); }
 bool event_query(const py_event& e) { return e.event.query(); }
@@ -59,8 +57,8 @@ bool event_timing(const py_event& e) { return e.timing; }
 bool event_blocking(const py_event& e) { return e.blocking; }
 
 std::string event_repr(const py_event& e) {
-  std::string r = "<arrayport.cuda.Event " + hex(event_handle(e)) + ", device " +
-                  std::to_string(e.device);
+  std::string r =
+      "<arrayport.cuda.Event " + hex(event_handle(e)) + ", device " + std::to_string(e.device);
   if (!e.timing) r += ", timing disabled";
   if (e.blocking) r += ", blocking";
   r += e.recorded ? ", recorded>" : ", not recorded>";

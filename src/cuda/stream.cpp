@@ -103,7 +103,8 @@ std::uintptr_t foreign_handle(nb::handle obj, const std::string& label) {
     return handle_arg(nb::object(obj.attr("cuda_stream")).ptr(), label + ".cuda_stream");
   if (nb::hasattr(obj, "ptr"))  // cupy.cuda.Stream / ExternalStream
     return handle_arg(nb::object(obj.attr("ptr")).ptr(), label + ".ptr");
-  throw type_error(label + ": expected an object with __cuda_stream__ (the cuda.core protocol), a "
+  throw type_error(label +
+                   ": expected an object with __cuda_stream__ (the cuda.core protocol), a "
                    "PyTorch stream (.cuda_stream), a CuPy stream (.ptr), an "
                    "arrayport.cuda.Stream or an int handle, got '" +
                    type_name_of(obj.ptr()) + "'");
@@ -193,8 +194,7 @@ std::string stream_repr(const py_stream& s) {
 
 // ---- the methods of Stream ---------------------------------------------------------------------
 
-void stream_init(py_stream* self, nb::handle device, nb::handle priority,
-                 nb::handle non_blocking) {
+void stream_init(py_stream* self, nb::handle device, nb::handle priority, nb::handle non_blocking) {
   const auto p = static_cast<int>(int_arg(priority.ptr(), "Stream", "priority", INT32_MIN,
                                           INT32_MAX, "an int that fits 32 bits"));
   const bool non_block = bool_arg(non_blocking.ptr(), "Stream", "non_blocking");
@@ -376,8 +376,7 @@ void register_stream(nb::module_& m) {
            nb::sig("def record_event(self, event: Event | None = None) -> Event"),
            "Records `event` (None: a new Event() with the default flags, created on this stream's "
            "device) on this stream and returns it.")
-      .def_prop_ro("handle", &py_stream::handle,
-                   "The cudaStream_t, as an int (0: legacy default).")
+      .def_prop_ro("handle", &py_stream::handle, "The cudaStream_t, as an int (0: legacy default).")
       .def_prop_ro("device", &stream_device, nb::sig("def device(self) -> int | None"),
                    "The device index of the stream; None only for a borrowed stream on a machine "
                    "without a device.")

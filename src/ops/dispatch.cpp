@@ -108,7 +108,7 @@ type_id result_type(op_id op, const char* op_name, arg_list args) {
   if (op == op_id::sqrt && (r == T::bool_ || r == T::uint8)) r = T::float16;
   if (op == op_id::sqrt && is_integer(r)) r = T::float64;
   if (!supports(op, r)) {
-    const char* hint = r != T::bool_          ? ""
+    const char* hint = r != T::bool_         ? ""
                        : op == op_id::square ? " (NumPy gives int8, which ops has not; cast first)"
                                              : " (NumPy refuses it too; cast to an integer dtype "
                                                "first)";
@@ -192,15 +192,17 @@ placement place(const char* op_name, arg_list arrays, stream_ref stream) {
     const int stream_device =
         stream.device >= 0 ? stream.device : runtime::stream_device(stream.handle, p.device);
     if (stream_device != p.device)
-      throw value_error(std::string(op_name) + ": the arguments are on device " +
-                        std::to_string(p.device) + ", but the current stream belongs to device " +
-                        std::to_string(stream_device) + "; use a stream of device " +
-                        std::to_string(p.device) + " (e.g. `with arrayport.cuda.Device(" +
-                        std::to_string(p.device) + "):`) or copy the arguments with .to(device=" +
-                        std::to_string(stream_device) + ")");
+      throw value_error(
+          std::string(op_name) + ": the arguments are on device " + std::to_string(p.device) +
+          ", but the current stream belongs to device " + std::to_string(stream_device) +
+          "; use a stream of device " + std::to_string(p.device) +
+          " (e.g. `with arrayport.cuda.Device(" + std::to_string(p.device) +
+          "):`) or copy the arguments with .to(device=" + std::to_string(stream_device) + ")");
   }
-  if (any_device_only) p.out_kind = memory_kind::device;
-  else if (!arrays.empty()) p.out_kind = arrays[0]->view.kind();
+  if (any_device_only)
+    p.out_kind = memory_kind::device;
+  else if (!arrays.empty())
+    p.out_kind = arrays[0]->view.kind();
   return p;
 }
 
@@ -350,8 +352,10 @@ void launch_staged(const ew_call& call, const placement& where, std::int64_t chu
   for (std::int64_t lo = 0, k = 0; lo < call.size; lo += chunk, ++k) {
     const std::int64_t n = std::min(chunk, call.size - lo);
     std::optional<event>& ready = done[std::size_t(k % slots)];
-    if (ready) ready->synchronize();  // the GPU has read this slot's previous chunk
-    else ready.emplace();
+    if (ready)
+      ready->synchronize();  // the GPU has read this slot's previous chunk
+    else
+      ready.emplace();
     ew_call part = call;
     part.size = n;
     part.layout.shape[0] = n;
@@ -375,8 +379,8 @@ namespace {
 
 // The reduction layout of up to two inputs broadcast to `shape` (input k's stride is 0 along a
 // dimension it is broadcast in).
-std::vector<std::int64_t> reduce_layout(reduce_call& call, const strided_view* const* views,
-                                        int n, const std::vector<std::int64_t>& shape,
+std::vector<std::int64_t> reduce_layout(reduce_call& call, const strided_view* const* views, int n,
+                                        const std::vector<std::int64_t>& shape,
                                         const std::vector<int>& axes, bool keepdims) {
   std::vector<std::int64_t> out_shape;
   const int nd = static_cast<int>(shape.size());

@@ -23,7 +23,7 @@ enum class weak_kind : std::uint8_t { none, bool_, int_, float_, complex_ };
 /// One argument of an op: an array view, or a Python scalar (kind only; its value is converted to
 /// the argument's dtype by the caller once the result dtype is known).
 struct ops_arg {
-  strided_view view;         ///< valid when kind == weak_kind::none
+  strided_view view;  ///< valid when kind == weak_kind::none
   weak_kind kind = weak_kind::none;
   /// A scalar of a subclass of int, float or complex (an IntEnum): NumPy 2 gives it its kind's
   /// default dtype (int64, float64, complex128) as a strong type, as it would a 0-d array.
@@ -31,7 +31,7 @@ struct ops_arg {
   /// An arrayport Array: its data is ready on view.stream(), which the op is ordered after (and
   /// before again). Other arrays were ordered before the current stream by the consume bridge.
   bool ordered = false;
-  const char* name = "x";    ///< the argument's name in error messages
+  const char* name = "x";  ///< the argument's name in error messages
 };
 
 /// A list of operands (pointers into the caller's arguments).

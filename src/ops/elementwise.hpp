@@ -21,8 +21,8 @@ inline constexpr int max_inputs = 3;
 
 /// One input: an array (data, its dtype) or a scalar already converted to the op's argument dtype.
 struct ew_operand {
-  const char* data;  ///< address of element 0, or nullptr for a scalar
-  type_id type;      ///< dtype of `data`'s elements
+  const char* data;                      ///< address of element 0, or nullptr for a scalar
+  type_id type;                          ///< dtype of `data`'s elements
   alignas(16) unsigned char scalar[16];  ///< the scalar, one element of the argument dtype
 };
 
@@ -38,11 +38,11 @@ struct ew_layout {
 /// One element-wise call, type-erased.
 struct ew_call {
   op_id op;
-  type_id compute;   ///< the result dtype the kernel is instantiated for
+  type_id compute;  ///< the result dtype the kernel is instantiated for
   int n_inputs;
-  char* out;         ///< the output (its dtype is result_storage_t of op and compute)
+  char* out;  ///< the output (its dtype is result_storage_t of op and compute)
   ew_operand in[max_inputs];
-  std::int64_t size; ///< elements of the output
+  std::int64_t size;  ///< elements of the output
   /// Every array operand (and the output) is contiguous over `size` elements and already of the
   /// dtype its argument loads as: the flat, vectorisable path applies.
   bool flat;
@@ -78,8 +78,10 @@ ARRAYPORT_HOST_DEVICE inline C load_as(const char* p, type_id t) {
 /// loop's dtype (a double rounded to float on the way would be rounded twice).
 template <class A>
 ARRAYPORT_HOST_DEVICE inline compute_t<A> load_converting(const char* p, type_id t) {
-  if constexpr (std::is_same_v<compute_t<A>, A>) return load_as<A>(p, t);
-  else return convert<compute_t<A>>(load_as<A>(p, t));
+  if constexpr (std::is_same_v<compute_t<A>, A>)
+    return load_as<A>(p, t);
+  else
+    return convert<compute_t<A>>(load_as<A>(p, t));
 }
 
 /// Loads one element of storage type A (bool read as a byte, so any nonzero byte is true).

@@ -14,9 +14,19 @@ namespace arrayport::ops {
 
 /// Every element-wise operation, one dispatch-table row each.
 enum class op_id : std::uint8_t {
-  add, subtract, multiply, divide, maximum, minimum,   // binary
-  negative, square, sqrt, abs, copy,                   // unary (copy also casts: astype)
-  where, axpy,                                         // ternary
+  add,
+  subtract,
+  multiply,
+  divide,
+  maximum,
+  minimum,  // binary
+  negative,
+  square,
+  sqrt,
+  abs,
+  copy,  // unary (copy also casts: astype)
+  where,
+  axpy,  // ternary
   count
 };
 inline constexpr int op_count = static_cast<int>(op_id::count);
@@ -33,8 +43,8 @@ struct op_params {
 
 namespace detail {
 
-template <class C> inline constexpr bool is_signed_int_v =
-    std::is_integral_v<C> && std::is_signed_v<C>;
+template <class C>
+inline constexpr bool is_signed_int_v = std::is_integral_v<C>&& std::is_signed_v<C>;
 
 // Signed integer arithmetic wraps modulo 2^n as in NumPy; computing in the unsigned type keeps
 // C++ from calling overflow undefined.
@@ -81,16 +91,23 @@ ARRAYPORT_HOST_DEVICE inline double fabs_(double x) { return fabs(x); }
 ARRAYPORT_HOST_DEVICE inline float copysign_(float x, float y) { return copysignf(x, y); }
 ARRAYPORT_HOST_DEVICE inline double copysign_(double x, double y) { return copysign(x, y); }
 
-template <class C> ARRAYPORT_HOST_DEVICE bool is_nan(C x) {
-  if constexpr (is_complex_v<C>) return x.re != x.re || x.im != x.im;
-  else if constexpr (std::is_floating_point_v<C>) return x != x;
-  else return false;
+template <class C>
+ARRAYPORT_HOST_DEVICE bool is_nan(C x) {
+  if constexpr (is_complex_v<C>)
+    return x.re != x.re || x.im != x.im;
+  else if constexpr (std::is_floating_point_v<C>)
+    return x != x;
+  else
+    return false;
 }
 
 // NumPy orders complex numbers lexicographically (real part, then imaginary part).
-template <class C> ARRAYPORT_HOST_DEVICE bool greater(C a, C b) {
-  if constexpr (is_complex_v<C>) return a.re > b.re || (a.re == b.re && a.im > b.im);
-  else return a > b;
+template <class C>
+ARRAYPORT_HOST_DEVICE bool greater(C a, C b) {
+  if constexpr (is_complex_v<C>)
+    return a.re > b.re || (a.re == b.re && a.im > b.im);
+  else
+    return a > b;
 }
 
 }  // namespace detail
@@ -99,48 +116,58 @@ template <class C> ARRAYPORT_HOST_DEVICE bool greater(C a, C b) {
 // whose result type differs) a result type. Constructed once per call from op_params.
 
 struct add_fn {
-  template <class C> ARRAYPORT_HOST_DEVICE C operator()(C a, C b) const {
+  template <class C>
+  ARRAYPORT_HOST_DEVICE C operator()(C a, C b) const {
     return detail::wrap_add(a, b);
   }
 };
 struct subtract_fn {
-  template <class C> ARRAYPORT_HOST_DEVICE C operator()(C a, C b) const {
+  template <class C>
+  ARRAYPORT_HOST_DEVICE C operator()(C a, C b) const {
     return detail::wrap_sub(a, b);
   }
 };
 struct multiply_fn {
-  template <class C> ARRAYPORT_HOST_DEVICE C operator()(C a, C b) const {
+  template <class C>
+  ARRAYPORT_HOST_DEVICE C operator()(C a, C b) const {
     return detail::wrap_mul(a, b);
   }
 };
 // NaN propagates (NumPy's maximum/minimum, not fmax/fmin).
 struct maximum_fn {
-  template <class C> ARRAYPORT_HOST_DEVICE C operator()(C a, C b) const {
+  template <class C>
+  ARRAYPORT_HOST_DEVICE C operator()(C a, C b) const {
     if (detail::is_nan(a)) return a;
     if (detail::is_nan(b)) return b;
     return detail::greater(b, a) ? b : a;
   }
 };
 struct minimum_fn {
-  template <class C> ARRAYPORT_HOST_DEVICE C operator()(C a, C b) const {
+  template <class C>
+  ARRAYPORT_HOST_DEVICE C operator()(C a, C b) const {
     if (detail::is_nan(a)) return a;
     if (detail::is_nan(b)) return b;
     return detail::greater(a, b) ? b : a;
   }
 };
 struct negative_fn {
-  template <class C> ARRAYPORT_HOST_DEVICE C operator()(C a) const {
-    if constexpr (std::is_integral_v<C>) return detail::wrap_sub(C(0), a);
-    else return -a;
+  template <class C>
+  ARRAYPORT_HOST_DEVICE C operator()(C a) const {
+    if constexpr (std::is_integral_v<C>)
+      return detail::wrap_sub(C(0), a);
+    else
+      return -a;
   }
 };
 struct square_fn {
-  template <class C> ARRAYPORT_HOST_DEVICE C operator()(C a) const {
+  template <class C>
+  ARRAYPORT_HOST_DEVICE C operator()(C a) const {
     return detail::wrap_mul(a, a);
   }
 };
 struct sqrt_fn {
-  template <class C> ARRAYPORT_HOST_DEVICE C operator()(C a) const {
+  template <class C>
+  ARRAYPORT_HOST_DEVICE C operator()(C a) const {
     if constexpr (is_complex_v<C>) {  // principal root, branch cut on the negative real axis
       using R = decltype(a.re);
       if (a.re == R(0) && a.im == R(0)) return C{R(0), a.im};
@@ -153,18 +180,27 @@ struct sqrt_fn {
   }
 };
 struct abs_fn {  // complex -> its real type (the store converts the result)
-  template <class C> ARRAYPORT_HOST_DEVICE auto operator()(C a) const {
-    if constexpr (is_complex_v<C>) return detail::hypot_(a.re, a.im);
-    else if constexpr (std::is_floating_point_v<C>) return detail::fabs_(a);
-    else if constexpr (detail::is_signed_int_v<C>) return a < C(0) ? detail::wrap_sub(C(0), a) : a;
-    else return a;
+  template <class C>
+  ARRAYPORT_HOST_DEVICE auto operator()(C a) const {
+    if constexpr (is_complex_v<C>)
+      return detail::hypot_(a.re, a.im);
+    else if constexpr (std::is_floating_point_v<C>)
+      return detail::fabs_(a);
+    else if constexpr (detail::is_signed_int_v<C>)
+      return a < C(0) ? detail::wrap_sub(C(0), a) : a;
+    else
+      return a;
   }
 };
 struct copy_fn {
-  template <class C> ARRAYPORT_HOST_DEVICE C operator()(C a) const { return a; }
+  template <class C>
+  ARRAYPORT_HOST_DEVICE C operator()(C a) const {
+    return a;
+  }
 };
 struct where_fn {  // the condition arrives as bool (a converting load for any other dtype)
-  template <class C> ARRAYPORT_HOST_DEVICE C operator()(bool c, C x, C y) const {
+  template <class C>
+  ARRAYPORT_HOST_DEVICE C operator()(bool c, C x, C y) const {
     return c ? x : y;
   }
 };
@@ -172,7 +208,8 @@ struct where_fn {  // the condition arrives as bool (a converting load for any o
 /// compute in float), as NumPy's two operations round it.
 template <class S>
 struct axpy_fn {
-  template <class C> ARRAYPORT_HOST_DEVICE C operator()(C a, C x, C y) const {
+  template <class C>
+  ARRAYPORT_HOST_DEVICE C operator()(C a, C x, C y) const {
     return detail::wrap_add(convert<C>(convert<S>(detail::wrap_mul(a, x))), y);
   }
 };
@@ -196,27 +233,70 @@ constexpr bool supports(op_id op, type_id t) noexcept {
   const bool b = t == type_id::bool_;
   const bool inexact = is_floating(t) || is_complex(t);
   switch (op) {
-    case op_id::subtract: case op_id::negative: case op_id::square: return !b;
-    case op_id::divide: case op_id::sqrt: return inexact;
+    case op_id::subtract:
+    case op_id::negative:
+    case op_id::square: return !b;
+    case op_id::divide:
+    case op_id::sqrt: return inexact;
     default: return true;
   }
 }
 
 /// The functor type of each op (divide is templated on its compute type for zero_value).
-template <op_id Op, class C> struct functor_of;
-template <class C> struct functor_of<op_id::add, C> { using type = add_fn; };
-template <class C> struct functor_of<op_id::subtract, C> { using type = subtract_fn; };
-template <class C> struct functor_of<op_id::multiply, C> { using type = multiply_fn; };
-template <class C> struct functor_of<op_id::divide, C> { using type = divide_fn<C>; };
-template <class C> struct functor_of<op_id::maximum, C> { using type = maximum_fn; };
-template <class C> struct functor_of<op_id::minimum, C> { using type = minimum_fn; };
-template <class C> struct functor_of<op_id::negative, C> { using type = negative_fn; };
-template <class C> struct functor_of<op_id::square, C> { using type = square_fn; };
-template <class C> struct functor_of<op_id::sqrt, C> { using type = sqrt_fn; };
-template <class C> struct functor_of<op_id::abs, C> { using type = abs_fn; };
-template <class C> struct functor_of<op_id::copy, C> { using type = copy_fn; };
-template <class C> struct functor_of<op_id::where, C> { using type = where_fn; };
-template <class C> struct functor_of<op_id::axpy, C> { using type = void; };  // make_functor
+template <op_id Op, class C>
+struct functor_of;
+template <class C>
+struct functor_of<op_id::add, C> {
+  using type = add_fn;
+};
+template <class C>
+struct functor_of<op_id::subtract, C> {
+  using type = subtract_fn;
+};
+template <class C>
+struct functor_of<op_id::multiply, C> {
+  using type = multiply_fn;
+};
+template <class C>
+struct functor_of<op_id::divide, C> {
+  using type = divide_fn<C>;
+};
+template <class C>
+struct functor_of<op_id::maximum, C> {
+  using type = maximum_fn;
+};
+template <class C>
+struct functor_of<op_id::minimum, C> {
+  using type = minimum_fn;
+};
+template <class C>
+struct functor_of<op_id::negative, C> {
+  using type = negative_fn;
+};
+template <class C>
+struct functor_of<op_id::square, C> {
+  using type = square_fn;
+};
+template <class C>
+struct functor_of<op_id::sqrt, C> {
+  using type = sqrt_fn;
+};
+template <class C>
+struct functor_of<op_id::abs, C> {
+  using type = abs_fn;
+};
+template <class C>
+struct functor_of<op_id::copy, C> {
+  using type = copy_fn;
+};
+template <class C>
+struct functor_of<op_id::where, C> {
+  using type = where_fn;
+};
+template <class C>
+struct functor_of<op_id::axpy, C> {
+  using type = void;
+};  // make_functor
 
 /// Builds the functor for result storage type S from the call's parameters.
 template <op_id Op, class S>
@@ -248,9 +328,9 @@ constexpr type_id arg_type(op_id op, int i, type_id compute) noexcept {
 
 /// The storage type the op stores: abs of complex is real, everything else S.
 template <op_id Op, class S>
-using result_storage_t = std::conditional_t<
-    Op == op_id::abs && is_complex_v<S>,
-    std::conditional_t<std::is_same_v<S, complex<float>>, float, double>, S>;
+using result_storage_t =
+    std::conditional_t<Op == op_id::abs && is_complex_v<S>,
+                       std::conditional_t<std::is_same_v<S, complex<float>>, float, double>, S>;
 
 /// result_storage_t as a dtype id: the dtype of the result of op computed in `compute`.
 constexpr type_id result_storage_type(op_id op, type_id compute) noexcept {

@@ -22,18 +22,18 @@ inline constexpr int reduce_op_count = static_cast<int>(reduce_op::count);
 /// One reduction, type-erased. dot reduces x * y over one axis of two inputs.
 struct reduce_call {
   reduce_op op;
-  type_id in_type;        ///< dtype of `in` (dot: the result dtype both inputs convert to)
-  type_id in_types[2];    ///< dtypes of the inputs as stored (dot converts in its loads)
-  const char* in[2];      ///< in[1] only for dot
-  char* out;              ///< C-contiguous, n_out elements of the result dtype
-  std::int64_t n_out;     ///< output elements (1 for a full reduction)
-  std::int64_t len;       ///< elements reduced into each output (> 0 for min/max)
-  int out_ndim, red_ndim; ///< collapsed kept / reduced dimensions
+  type_id in_type;         ///< dtype of `in` (dot: the result dtype both inputs convert to)
+  type_id in_types[2];     ///< dtypes of the inputs as stored (dot converts in its loads)
+  const char* in[2];       ///< in[1] only for dot
+  char* out;               ///< C-contiguous, n_out elements of the result dtype
+  std::int64_t n_out;      ///< output elements (1 for a full reduction)
+  std::int64_t len;        ///< elements reduced into each output (> 0 for min/max)
+  int out_ndim, red_ndim;  ///< collapsed kept / reduced dimensions
   std::int64_t out_shape[ARRAYPORT_MAX_NDIM];
   std::int64_t out_strides[2][ARRAYPORT_MAX_NDIM];  ///< input byte strides of the kept dims
   std::int64_t red_shape[ARRAYPORT_MAX_NDIM];
   std::int64_t red_strides[2][ARRAYPORT_MAX_NDIM];  ///< input byte strides of the reduced dims
-  bool contiguous;        ///< a full reduction of contiguous input(s) of the kernel's dtype
+  bool contiguous;  ///< a full reduction of contiguous input(s) of the kernel's dtype
   stream_handle stream;
 };
 
@@ -50,8 +50,8 @@ constexpr type_id reduce_result_type(reduce_op op, type_id t) noexcept {
     case reduce_op::mean:
       if (t == type_id::bool_ || is_integer(t)) return type_id::float64;
       return t;
-    case reduce_op::min: case reduce_op::max:
-      return is_complex(t) ? invalid_type : t;
+    case reduce_op::min:
+    case reduce_op::max: return is_complex(t) ? invalid_type : t;
     case reduce_op::dot: return t;
     default: return invalid_type;
   }
@@ -70,24 +70,38 @@ struct sum_reduce {
 template <class Acc>
 struct max_reduce {
   ARRAYPORT_HOST_DEVICE static Acc identity() {
-    if constexpr (std::is_floating_point_v<Acc>) return -std::numeric_limits<Acc>::infinity();
-    else return std::numeric_limits<Acc>::lowest();
+    if constexpr (std::is_floating_point_v<Acc>)
+      return -std::numeric_limits<Acc>::infinity();
+    else
+      return std::numeric_limits<Acc>::lowest();
   }
   ARRAYPORT_HOST_DEVICE Acc operator()(Acc a, Acc b) const { return maximum_fn{}(a, b); }
 };
 template <class Acc>
 struct min_reduce {
   ARRAYPORT_HOST_DEVICE static Acc identity() {
-    if constexpr (std::is_floating_point_v<Acc>) return std::numeric_limits<Acc>::infinity();
-    else return std::numeric_limits<Acc>::max();
+    if constexpr (std::is_floating_point_v<Acc>)
+      return std::numeric_limits<Acc>::infinity();
+    else
+      return std::numeric_limits<Acc>::max();
   }
   ARRAYPORT_HOST_DEVICE Acc operator()(Acc a, Acc b) const { return minimum_fn{}(a, b); }
 };
 
-template <reduce_op Op, class Acc> struct reducer_of { using type = sum_reduce<Acc>; };
-template <class Acc> struct reducer_of<reduce_op::max, Acc> { using type = max_reduce<Acc>; };
-template <class Acc> struct reducer_of<reduce_op::min, Acc> { using type = min_reduce<Acc>; };
-template <reduce_op Op, class Acc> using reducer_t = typename reducer_of<Op, Acc>::type;
+template <reduce_op Op, class Acc>
+struct reducer_of {
+  using type = sum_reduce<Acc>;
+};
+template <class Acc>
+struct reducer_of<reduce_op::max, Acc> {
+  using type = max_reduce<Acc>;
+};
+template <class Acc>
+struct reducer_of<reduce_op::min, Acc> {
+  using type = min_reduce<Acc>;
+};
+template <reduce_op Op, class Acc>
+using reducer_t = typename reducer_of<Op, Acc>::type;
 
 /// The value written for an accumulated `acc` over `len` elements: the mean divides.
 template <reduce_op Op, class Out, class Acc>

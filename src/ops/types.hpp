@@ -16,7 +16,17 @@ namespace arrayport::ops {
 /// The dtypes the kernels are instantiated for, in one dense enumeration (a dispatch-table index).
 /// uint64 is only ever a reduction result (NumPy sums uint8 into uint64).
 enum class type_id : std::uint8_t {
-  bool_, uint8, int32, int64, float16, bfloat16, float32, float64, complex64, complex128, uint64,
+  bool_,
+  uint8,
+  int32,
+  int64,
+  float16,
+  bfloat16,
+  float32,
+  float64,
+  complex64,
+  complex128,
+  uint64,
   count
 };
 inline constexpr int type_count = static_cast<int>(type_id::count);
@@ -41,9 +51,10 @@ constexpr type_id to_type_id(dtype dt) noexcept {
 }
 
 constexpr dtype to_dtype(type_id t) noexcept {
-  constexpr dtype table[] = {dtypes::bool_,   dtypes::uint8,    dtypes::int32,     dtypes::int64,
-                             dtypes::float16, dtypes::bfloat16, dtypes::float32,   dtypes::float64,
-                             dtypes::complex64, dtypes::complex128, dtypes::uint64};
+  constexpr dtype table[] = {dtypes::bool_,      dtypes::uint8,   dtypes::int32,
+                             dtypes::int64,      dtypes::float16, dtypes::bfloat16,
+                             dtypes::float32,    dtypes::float64, dtypes::complex64,
+                             dtypes::complex128, dtypes::uint64};
   return table[static_cast<int>(t)];
 }
 
@@ -55,8 +66,7 @@ constexpr bool is_floating(type_id t) noexcept {
          t == type_id::float64;
 }
 constexpr bool is_integer(type_id t) noexcept {
-  return t == type_id::uint8 || t == type_id::int32 || t == type_id::int64 ||
-         t == type_id::uint64;
+  return t == type_id::uint8 || t == type_id::int32 || t == type_id::int64 || t == type_id::uint64;
 }
 
 /// complex<T> for host and device code, laid out as T[2] like std::complex, NumPy and DLPack.
@@ -80,7 +90,7 @@ struct complex {
     const T abs_bi = b.im < T(0) ? -b.im : b.im;
     if (abs_br >= abs_bi) {
       if (abs_br == T(0) && abs_bi == T(0)) {  // inf/nan, signed by a alone (b may be -0.0)
-        const T zero = abs_br * abs_br;           // +0 (a literal 0 is an nvcc diagnostic)
+        const T zero = abs_br * abs_br;        // +0 (a literal 0 is an nvcc diagnostic)
         return {a.re / zero, a.im / zero};
       }
       const T rat = b.im / b.re;
@@ -99,52 +109,119 @@ struct complex {
 static_assert(sizeof(complex<float>) == 8 && sizeof(complex<double>) == 16);
 static_assert(std::is_trivially_copyable_v<complex<double>>);
 
-template <class T> struct is_complex_type : std::false_type {};
-template <class T> struct is_complex_type<complex<T>> : std::true_type {};
-template <class T> inline constexpr bool is_complex_v = is_complex_type<T>::value;
+template <class T>
+struct is_complex_type : std::false_type {};
+template <class T>
+struct is_complex_type<complex<T>> : std::true_type {};
+template <class T>
+inline constexpr bool is_complex_v = is_complex_type<T>::value;
 
 /// Storage type of each type_id (what sits in memory).
-template <type_id> struct storage_of;
-template <> struct storage_of<type_id::bool_> { using type = bool; };
-template <> struct storage_of<type_id::uint8> { using type = std::uint8_t; };
-template <> struct storage_of<type_id::int32> { using type = std::int32_t; };
-template <> struct storage_of<type_id::int64> { using type = std::int64_t; };
-template <> struct storage_of<type_id::float16> { using type = float16_t; };
-template <> struct storage_of<type_id::bfloat16> { using type = bfloat16_t; };
-template <> struct storage_of<type_id::float32> { using type = float; };
-template <> struct storage_of<type_id::float64> { using type = double; };
-template <> struct storage_of<type_id::complex64> { using type = complex<float>; };
-template <> struct storage_of<type_id::complex128> { using type = complex<double>; };
-template <> struct storage_of<type_id::uint64> { using type = std::uint64_t; };
-template <type_id T> using storage_t = typename storage_of<T>::type;
+template <type_id>
+struct storage_of;
+template <>
+struct storage_of<type_id::bool_> {
+  using type = bool;
+};
+template <>
+struct storage_of<type_id::uint8> {
+  using type = std::uint8_t;
+};
+template <>
+struct storage_of<type_id::int32> {
+  using type = std::int32_t;
+};
+template <>
+struct storage_of<type_id::int64> {
+  using type = std::int64_t;
+};
+template <>
+struct storage_of<type_id::float16> {
+  using type = float16_t;
+};
+template <>
+struct storage_of<type_id::bfloat16> {
+  using type = bfloat16_t;
+};
+template <>
+struct storage_of<type_id::float32> {
+  using type = float;
+};
+template <>
+struct storage_of<type_id::float64> {
+  using type = double;
+};
+template <>
+struct storage_of<type_id::complex64> {
+  using type = complex<float>;
+};
+template <>
+struct storage_of<type_id::complex128> {
+  using type = complex<double>;
+};
+template <>
+struct storage_of<type_id::uint64> {
+  using type = std::uint64_t;
+};
+template <type_id T>
+using storage_t = typename storage_of<T>::type;
 
 /// The type_id of a storage type (the inverse of storage_t).
-template <class S> inline constexpr type_id type_id_of = invalid_type;
-template <> inline constexpr type_id type_id_of<bool> = type_id::bool_;
-template <> inline constexpr type_id type_id_of<std::uint8_t> = type_id::uint8;
-template <> inline constexpr type_id type_id_of<std::int32_t> = type_id::int32;
-template <> inline constexpr type_id type_id_of<std::int64_t> = type_id::int64;
-template <> inline constexpr type_id type_id_of<float16_t> = type_id::float16;
-template <> inline constexpr type_id type_id_of<bfloat16_t> = type_id::bfloat16;
-template <> inline constexpr type_id type_id_of<float> = type_id::float32;
-template <> inline constexpr type_id type_id_of<double> = type_id::float64;
-template <> inline constexpr type_id type_id_of<complex<float>> = type_id::complex64;
-template <> inline constexpr type_id type_id_of<complex<double>> = type_id::complex128;
-template <> inline constexpr type_id type_id_of<std::uint64_t> = type_id::uint64;
+template <class S>
+inline constexpr type_id type_id_of = invalid_type;
+template <>
+inline constexpr type_id type_id_of<bool> = type_id::bool_;
+template <>
+inline constexpr type_id type_id_of<std::uint8_t> = type_id::uint8;
+template <>
+inline constexpr type_id type_id_of<std::int32_t> = type_id::int32;
+template <>
+inline constexpr type_id type_id_of<std::int64_t> = type_id::int64;
+template <>
+inline constexpr type_id type_id_of<float16_t> = type_id::float16;
+template <>
+inline constexpr type_id type_id_of<bfloat16_t> = type_id::bfloat16;
+template <>
+inline constexpr type_id type_id_of<float> = type_id::float32;
+template <>
+inline constexpr type_id type_id_of<double> = type_id::float64;
+template <>
+inline constexpr type_id type_id_of<complex<float>> = type_id::complex64;
+template <>
+inline constexpr type_id type_id_of<complex<double>> = type_id::complex128;
+template <>
+inline constexpr type_id type_id_of<std::uint64_t> = type_id::uint64;
 
 /// The type arithmetic happens in: 16-bit floats compute in float and round once per result, as
 /// NumPy's float16 loops do; everything else computes in its own type.
-template <class S> struct compute_of { using type = S; };
-template <> struct compute_of<float16_t> { using type = float; };
-template <> struct compute_of<bfloat16_t> { using type = float; };
-template <class S> using compute_t = typename compute_of<S>::type;
+template <class S>
+struct compute_of {
+  using type = S;
+};
+template <>
+struct compute_of<float16_t> {
+  using type = float;
+};
+template <>
+struct compute_of<bfloat16_t> {
+  using type = float;
+};
+template <class S>
+using compute_t = typename compute_of<S>::type;
 
 // ---- conversions: value of compute/storage type From -> type To ------------------------------
 
 namespace detail {
-template <class T> struct real_of { using type = T; };
-template <class T> struct real_of<complex<T>> { using type = T; };
-template <class T> using real_t = typename real_of<T>::type;
+template <class T>
+struct real_of {
+  using type = T;
+};
+template <class T>
+struct real_of<complex<T>> {
+  using type = T;
+};
+template <class T>
+using real_t = typename real_of<T>::type;
 
 // Float -> integer without C++'s undefined behaviour. Signed targets: NaN and out-of-range values
 // give the type's minimum (what x86 conversions give NumPy). Unsigned targets go through int64,

@@ -4,8 +4,8 @@
 #include <arrayport/runtime.hpp>
 #include <gtest/gtest.h>
 
-#define ARRAYPORT_SKIP_WITHOUT_GPU()                                            \
-  do {                                                                          \
-    if (!::arrayport::runtime::is_available())                                  \
+#define ARRAYPORT_SKIP_WITHOUT_GPU()                                                   \
+  do {                                                                                 \
+    if (!::arrayport::runtime::is_available())                                         \
       GTEST_SKIP() << "needs a CUDA device: " << ::arrayport::runtime::probe().reason; \
   } while (0)

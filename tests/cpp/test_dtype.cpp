@@ -98,8 +98,8 @@ template <class E, class F>
     const std::string what = e.what();
     for (const std::string& needle : needles)
       if (what.find(needle) == std::string::npos)
-        return ::testing::AssertionFailure() << "message \"" << what << "\" lacks \"" << needle
-                                             << "\"";
+        return ::testing::AssertionFailure()
+               << "message \"" << what << "\" lacks \"" << needle << "\"";
     return ::testing::AssertionSuccess();
   } catch (const std::exception& e) {
     return ::testing::AssertionFailure() << "threw the wrong exception type: " << e.what();
@@ -149,17 +149,17 @@ const dtype_row all_dtypes[] = {
 };
 
 const dtype unsupported_dtypes[] = {
-    dtype{},                                     // all zeros
-    dtype(ARRAYPORT_DTYPE_INT, 8, 2),            // vector lanes
-    dtype(ARRAYPORT_DTYPE_FLOAT, 32, 4),         // vector lanes
-    dtype(ARRAYPORT_DTYPE_INT, 4),               // sub-byte
-    dtype(ARRAYPORT_DTYPE_FLOAT, 8),             // fp8
-    dtype(ARRAYPORT_DTYPE_FLOAT, 128),           // quad / long double
-    dtype(ARRAYPORT_DTYPE_BOOL, 1),              // 1-bit bool
+    dtype{},                              // all zeros
+    dtype(ARRAYPORT_DTYPE_INT, 8, 2),     // vector lanes
+    dtype(ARRAYPORT_DTYPE_FLOAT, 32, 4),  // vector lanes
+    dtype(ARRAYPORT_DTYPE_INT, 4),        // sub-byte
+    dtype(ARRAYPORT_DTYPE_FLOAT, 8),      // fp8
+    dtype(ARRAYPORT_DTYPE_FLOAT, 128),    // quad / long double
+    dtype(ARRAYPORT_DTYPE_BOOL, 1),       // 1-bit bool
     dtype(ARRAYPORT_DTYPE_BFLOAT, 32),
-    dtype(ARRAYPORT_DTYPE_COMPLEX, 32),          // complex of halves
+    dtype(ARRAYPORT_DTYPE_COMPLEX, 32),  // complex of halves
     dtype(ARRAYPORT_DTYPE_OPAQUE_HANDLE, 64),
-    dtype(7, 8),                                 // unknown code
+    dtype(7, 8),  // unknown code
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -252,9 +252,9 @@ TEST(DtypeName, RejectsUnknownNamesWithTypeErrorQuotingInputAndListingAccepted) 
   for (const char* bad : {"", "float", "double", "half", "int", "Float32", "float32 ", " int8",
                           "bool_", "complex32", "float128", "bfloat16x2", "unknown"}) {
     SCOPED_TRACE(bad);
-    EXPECT_TRUE(throws_with<arrayport::type_error>([&] { arrayport::parse_dtype_name(bad); },
-                                                    {in_quotes(bad), "'float32'", "'bfloat16'",
-                                                     "'complex128'", "'bool'"}));
+    EXPECT_TRUE(throws_with<arrayport::type_error>(
+        [&] { arrayport::parse_dtype_name(bad); },
+        {in_quotes(bad), "'float32'", "'bfloat16'", "'complex128'", "'bool'"}));
   }
 }
 
@@ -355,19 +355,19 @@ TEST(Typestr, AcceptsBigEndianOnlyForSingleByteTypes) {
 }
 
 TEST(Typestr, RejectsBigEndianMultiByteWithValueErrorQuotingInput) {
-  for (const char* bad : {">i2", ">i4", ">i8", ">u2", ">u4", ">u8", ">f2", ">f4", ">f8", ">c8",
-                          ">c16"}) {
+  for (const char* bad :
+       {">i2", ">i4", ">i8", ">u2", ">u4", ">u8", ">f2", ">f4", ">f8", ">c8", ">c16"}) {
     SCOPED_TRACE(bad);
     EXPECT_TRUE(throws_with<arrayport::value_error>([&] { arrayport::parse_typestr(bad); },
-                                                     {in_quotes(bad), "big-endian", "'<'"}));
+                                                    {in_quotes(bad), "big-endian", "'<'"}));
   }
 }
 
 TEST(Typestr, RejectsUnsupportedWithTypeErrorQuotingInputAndListingAccepted) {
-  for (const char* bad :
-       {"<V2", "|V2", "<V16", "<M8", "<m8", "<M8[ns]", "<f16", "<f1", "<c4", "<c32", "<U4", "|S4",
-        "O", "|O", "<O8", "", "<", "<f", "f4", "<<f4", "<F4", "<i3", "<i16", "<u16", "|b2", "<b8",
-        "<i04", "<f4 ", " <f4", "<f4x", "<i+4", "*f4", ">V2", ">f16", "<?1"}) {
+  for (const char* bad : {"<V2",  "|V2",  "<V16", "<M8",  "<m8",  "<M8[ns]", "<f16", "<f1", "<c4",
+                          "<c32", "<U4",  "|S4",  "O",    "|O",   "<O8",     "",     "<",   "<f",
+                          "f4",   "<<f4", "<F4",  "<i3",  "<i16", "<u16",    "|b2",  "<b8", "<i04",
+                          "<f4 ", " <f4", "<f4x", "<i+4", "*f4",  ">V2",     ">f16", "<?1"}) {
     SCOPED_TRACE(bad);
     EXPECT_TRUE(throws_with<arrayport::type_error>(
         [&] { arrayport::parse_typestr(bad); },
@@ -413,8 +413,7 @@ TEST(BufferFormat, RoundTripsEverySupportedDtypeExceptBfloat16WithAnyLittleEndia
 
 TEST(BufferFormat, MapsEveryIntegerCodeByItemsizeWithSignednessFromCase) {
   const dtype signed_by_size[] = {dtypes::int8, dtypes::int16, dtypes::int32, dtypes::int64};
-  const dtype unsigned_by_size[] = {dtypes::uint8, dtypes::uint16, dtypes::uint32,
-                                    dtypes::uint64};
+  const dtype unsigned_by_size[] = {dtypes::uint8, dtypes::uint16, dtypes::uint32, dtypes::uint64};
   const std::size_t sizes[] = {1, 2, 4, 8};
   for (std::string_view code : {"h", "i", "l", "q", "n", "H", "I", "L", "Q", "N"}) {
     const bool is_signed = code[0] >= 'a';
@@ -473,8 +472,8 @@ TEST(BufferFormat, AcceptsBigEndianPrefixOnlyForSingleByteTypes) {
 
 TEST(BufferFormat, RejectsBigEndianMultiByteWithValueErrorQuotingFormatAndItemsize) {
   const std::pair<const char*, std::size_t> cases[] = {
-      {">f", 4}, {"!f", 4}, {">d", 8}, {">e", 2}, {">h", 2}, {"!i", 4}, {">l", 8},
-      {"!Q", 8}, {">Zf", 8}, {">Zd", 16}, {"!D", 16}};
+      {">f", 4}, {"!f", 4}, {">d", 8},  {">e", 2},   {">h", 2}, {"!i", 4},
+      {">l", 8}, {"!Q", 8}, {">Zf", 8}, {">Zd", 16}, {"!D", 16}};
   for (const auto& test_case : cases) {
     // Named copies: lambdas may not capture structured bindings before C++20.
     const std::string format = test_case.first;
@@ -488,13 +487,13 @@ TEST(BufferFormat, RejectsBigEndianMultiByteWithValueErrorQuotingFormatAndItemsi
 
 TEST(BufferFormat, RejectsUnsupportedCodesWithTypeErrorQuotingFormatAndItemsize) {
   const std::pair<const char*, std::size_t> cases[] = {
-      {"g", 16},  {"Zg", 32}, {"<g", 16}, {"x", 1},    {"s", 1},   {"4s", 4},  {"p", 1},
-      {"P", 8},   {"O", 8},   {"T{f}", 4}, {"T{d:x:}", 8}, {"2f", 8}, {"ff", 8},  {"f ", 4},
-      {" f", 4},  {"f:x:", 4}, {"<", 1},  {"@", 1},   {"Z", 8},   {"Zq", 16}, {"Ze", 4},
-      {"@@f", 4}, {"^f", 4},  {"<>f", 4}, {"u", 4},   {"w", 4},   {"V", 2},   {"&f", 8},
-      {"(2)f", 8}, {"?", 2},  {"b", 2},   {"B", 4},   {"c", 2},   {"e", 4},   {"f", 8},
-      {"f", 2},   {"d", 4},   {"Zf", 16}, {"Zd", 8},  {"F", 16},  {"D", 8},   {"", 4},
-      {">g", 16}, {"!Zf", 16}};
+      {"g", 16},   {"Zg", 32},  {"<g", 16},  {"x", 1},       {"s", 1},  {"4s", 4},  {"p", 1},
+      {"P", 8},    {"O", 8},    {"T{f}", 4}, {"T{d:x:}", 8}, {"2f", 8}, {"ff", 8},  {"f ", 4},
+      {" f", 4},   {"f:x:", 4}, {"<", 1},    {"@", 1},       {"Z", 8},  {"Zq", 16}, {"Ze", 4},
+      {"@@f", 4},  {"^f", 4},   {"<>f", 4},  {"u", 4},       {"w", 4},  {"V", 2},   {"&f", 8},
+      {"(2)f", 8}, {"?", 2},    {"b", 2},    {"B", 4},       {"c", 2},  {"e", 4},   {"f", 8},
+      {"f", 2},    {"d", 4},    {"Zf", 16},  {"Zd", 8},      {"F", 16}, {"D", 8},   {"", 4},
+      {">g", 16},  {"!Zf", 16}};
   for (const auto& test_case : cases) {
     // Named copies: lambdas may not capture structured bindings before C++20.
     const std::string format = test_case.first;
@@ -518,18 +517,18 @@ TEST(BufferFormat, RejectsIntegerCodesWithItemsizeNotOneTwoFourOrEight) {
 }
 
 TEST(BufferFormat, FixedSizeMismatchNamesTheExpectedItemsize) {
-  EXPECT_TRUE(throws_with<arrayport::type_error>(
-      [] { arrayport::parse_buffer_format("f", 8); },
-      {"'f'", "itemsize 8", "float32", "expected itemsize 4"}));
+  EXPECT_TRUE(
+      throws_with<arrayport::type_error>([] { arrayport::parse_buffer_format("f", 8); },
+                                         {"'f'", "itemsize 8", "float32", "expected itemsize 4"}));
   EXPECT_TRUE(throws_with<arrayport::type_error>(
       [] { arrayport::parse_buffer_format("<Zd", 8); },
       {"'<Zd'", "itemsize 8", "complex128", "expected itemsize 16"}));
 }
 
 TEST(BufferFormat, RejectsPrintingBfloat16WithBufferError) {
-  EXPECT_TRUE(throws_with<arrayport::buffer_error>(
-      [] { arrayport::to_buffer_format(dtypes::bfloat16); },
-      {"bfloat16 has no buffer-protocol format"}));
+  EXPECT_TRUE(
+      throws_with<arrayport::buffer_error>([] { arrayport::to_buffer_format(dtypes::bfloat16); },
+                                           {"bfloat16 has no buffer-protocol format"}));
 }
 
 TEST(BufferFormat, RejectsPrintingUnsupportedDtypesWithBufferErrorShowingFields) {
@@ -606,9 +605,9 @@ TEST(Float16, ConvertsExactValuesToKnownBitPatterns) {
   EXPECT_EQ(float16_t(-65504.0f).bits, 0xFBFF);
   EXPECT_EQ(float16_t(0.0f).bits, 0x0000);
   EXPECT_EQ(float16_t(-0.0f).bits, 0x8000);
-  EXPECT_EQ(float16_t(std::ldexp(1.0f, -14)).bits, 0x0400);           // smallest normal
-  EXPECT_EQ(float16_t(std::ldexp(1.0f, -24)).bits, 0x0001);           // smallest subnormal
-  EXPECT_EQ(float16_t(std::ldexp(1023.0f, -24)).bits, 0x03FF);        // largest subnormal
+  EXPECT_EQ(float16_t(std::ldexp(1.0f, -14)).bits, 0x0400);     // smallest normal
+  EXPECT_EQ(float16_t(std::ldexp(1.0f, -24)).bits, 0x0001);     // smallest subnormal
+  EXPECT_EQ(float16_t(std::ldexp(1023.0f, -24)).bits, 0x03FF);  // largest subnormal
   EXPECT_EQ(float16_t(-std::ldexp(1.0f, -24)).bits, 0x8001);
 }
 
@@ -641,9 +640,9 @@ TEST(Float16, OverflowsToInfinityAtHalfAnUlpAboveMax) {
 }
 
 TEST(Float16, UnderflowsToSignedZeroBelowHalfTheSmallestSubnormal) {
-  EXPECT_EQ(float16_t(std::ldexp(1.0f, -25)).bits, 0x0000);    // tie: rounds to even 0
+  EXPECT_EQ(float16_t(std::ldexp(1.0f, -25)).bits, 0x0000);  // tie: rounds to even 0
   EXPECT_EQ(float16_t(-std::ldexp(1.0f, -25)).bits, 0x8000);
-  EXPECT_EQ(float16_t(std::ldexp(1.5f, -25)).bits, 0x0001);    // above the tie
+  EXPECT_EQ(float16_t(std::ldexp(1.5f, -25)).bits, 0x0001);  // above the tie
   EXPECT_EQ(float16_t(std::ldexp(1.0f, -30)).bits, 0x0000);
   EXPECT_EQ(float16_t(std::numeric_limits<float>::denorm_min()).bits, 0x0000);
   EXPECT_EQ(float16_t(-std::numeric_limits<float>::denorm_min()).bits, 0x8000);
@@ -681,7 +680,8 @@ TEST(Float16, RoundTripsEveryNonNanEncodingExactly) {
     }
     if ((value.bits & 0x7FFF) == 0x7C00)  // the oracle's decode gives 2^16 there, by design
       ASSERT_EQ(float(value), std::copysign(std::numeric_limits<float>::infinity(),
-                                            (value.bits & 0x8000) ? -1.0f : 1.0f)) << h;
+                                            (value.bits & 0x8000) ? -1.0f : 1.0f))
+          << h;
     else
       ASSERT_EQ(double(float(value)), half_value(value.bits)) << h;
     ASSERT_EQ(float16_t(float(value)).bits, h) << h;
@@ -785,7 +785,8 @@ TEST(Bfloat16, RoundTripsEveryNonNanEncodingExactly) {
     }
     if ((value.bits & 0x7FFF) == 0x7F80)  // the oracle's decode gives 2^128 there, by design
       ASSERT_EQ(float(value), std::copysign(std::numeric_limits<float>::infinity(),
-                                            (value.bits & 0x8000) ? -1.0f : 1.0f)) << b;
+                                            (value.bits & 0x8000) ? -1.0f : 1.0f))
+          << b;
     else
       ASSERT_EQ(double(float(value)), bfloat16_value(value.bits)) << b;
     ASSERT_EQ(bfloat16_t(float(value)).bits, b) << b;

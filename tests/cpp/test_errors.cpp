@@ -44,7 +44,8 @@ TEST(Errors, OnlyKernelFaultStatusesAreSticky) {
 
 #if ARRAYPORT_HAS_CUDA
 TEST(Errors, CheckMacroThrowsCudaErrorWithTheCallText) {
-  // No driver: cudaErrorInsufficientDriver; a driver: cudaErrorInvalidDevice. A cuda_error either way.
+  // No driver: cudaErrorInsufficientDriver; a driver: cudaErrorInvalidDevice. A cuda_error either
+  // way.
   try {
     ARRAYPORT_CUDA_CHECK(cudaSetDevice(1 << 20));
     FAIL() << "expected cuda_error";

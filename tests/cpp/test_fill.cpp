@@ -26,15 +26,15 @@ namespace {
 // An address nothing maps: a dereference is a segfault, which fails the suite.
 void* const bogus = reinterpret_cast<void*>(std::uintptr_t{0x10000});
 
-void expect_refused(const std::function<void()>& touch, const std::string& op, const std::string& whose,
-                    const char* kind) {
+void expect_refused(const std::function<void()>& touch, const std::string& op,
+                    const std::string& whose, const char* kind) {
   try {
     touch();
     ADD_FAILURE() << op << ": no exception";
   } catch (const arrayport::no_device_error& e) {
-    EXPECT_EQ(std::string(e.what()), op + ": " + whose + " is in " + kind +
-                                         " memory, which this machine cannot reach: " +
-                                         rt::probe().reason);
+    EXPECT_EQ(std::string(e.what()),
+              op + ": " + whose + " is in " + kind +
+                  " memory, which this machine cannot reach: " + rt::probe().reason);
   }
 }
 
@@ -74,30 +74,38 @@ TEST(Reachability, WithoutADeviceEveryEntryPointRefusesGpuMemoryWithoutTouchingI
   int host = 7;
   for (memory_kind kind : {memory_kind::device, memory_kind::managed}) {
     const char* name = kind == memory_kind::device ? "device" : "managed";
-    expect_refused([&] { rt::require_reachable(kind, "op", "the array"); }, "op", "the array", name);
-    expect_refused([&] { rt::memcpy_async(&host, memory_kind::host, bogus, kind, 4, nullptr, "copy"); },
-                   "copy", "the source", name);
-    expect_refused([&] { rt::memcpy_async(bogus, kind, &host, memory_kind::host, 4, nullptr, "copy"); },
-                   "copy", "the destination", name);
-    expect_refused([&] { rt::memcpy_async(bogus, kind, &host, memory_kind::host, 0, nullptr, "copy"); },
-                   "copy", "the destination", name);  // refused whatever the size
+    expect_refused([&] { rt::require_reachable(kind, "op", "the array"); }, "op", "the array",
+                   name);
+    expect_refused(
+        [&] { rt::memcpy_async(&host, memory_kind::host, bogus, kind, 4, nullptr, "copy"); },
+        "copy", "the source", name);
+    expect_refused(
+        [&] { rt::memcpy_async(bogus, kind, &host, memory_kind::host, 4, nullptr, "copy"); },
+        "copy", "the destination", name);
+    expect_refused(
+        [&] { rt::memcpy_async(bogus, kind, &host, memory_kind::host, 0, nullptr, "copy"); },
+        "copy", "the destination", name);  // refused whatever the size
     expect_refused([&] { rt::memset_async(bogus, kind, 0, 4, nullptr, "set"); }, "set",
                    "the destination", name);
     const std::int64_t shape[2] = {2, 3};
-    const detail::copy_operand gpu{bogus, nullptr, kind, 0}, cpu{&host, nullptr, memory_kind::host, -1};
+    const detail::copy_operand gpu{bogus, nullptr, kind, 0},
+        cpu{&host, nullptr, memory_kind::host, -1};
     const std::int64_t one[1] = {1};
-    expect_refused([&] { detail::strided_copy(cpu, gpu, one, 1, 4, nullptr, nullptr, "get"); }, "get",
-                   "the source", name);
-    expect_refused([&] { detail::strided_copy(gpu, cpu, one, 1, 4, nullptr, nullptr, "put"); }, "put",
-                   "the destination", name);
+    expect_refused([&] { detail::strided_copy(cpu, gpu, one, 1, 4, nullptr, nullptr, "get"); },
+                   "get", "the source", name);
+    expect_refused([&] { detail::strided_copy(gpu, cpu, one, 1, 4, nullptr, nullptr, "put"); },
+                   "put", "the destination", name);
     const float value = 1.5f;
     for (std::size_t itemsize : {1u, 4u, 16u, 24u})
-      expect_refused([&] { detail::strided_fill(gpu, shape, 2, &value, itemsize, nullptr, nullptr, "fill"); },
-                     "fill", "the destination", name);
-    expect_refused([&] { detail::fill_pattern(bogus, &value, 4, 100, kind, nullptr, "vector::fill"); },
-                   "vector::fill", "the destination", name);
-    expect_refused([&] { detail::fill_pattern(bogus, &value, 4, 0, kind, nullptr, "vector::fill"); },
-                   "vector::fill", "the destination", name);
+      expect_refused(
+          [&] { detail::strided_fill(gpu, shape, 2, &value, itemsize, nullptr, nullptr, "fill"); },
+          "fill", "the destination", name);
+    expect_refused(
+        [&] { detail::fill_pattern(bogus, &value, 4, 100, kind, nullptr, "vector::fill"); },
+        "vector::fill", "the destination", name);
+    expect_refused(
+        [&] { detail::fill_pattern(bogus, &value, 4, 0, kind, nullptr, "vector::fill"); },
+        "vector::fill", "the destination", name);
   }
   EXPECT_EQ(host, 7);
 }
@@ -123,8 +131,10 @@ TEST(Fill, HostFillsOfRandomLayoutsMatchTheReference) {
     // same value to each, so any stride is fine.
     const std::int64_t misalign = trial % 3 == 0 ? 1 : 0;  // elements off their alignment
     const std::int64_t origin = 4096 - lo + misalign;
-    ASSERT_LT(origin + hi + static_cast<std::int64_t>(itemsize), static_cast<std::int64_t>(got.size()));
-    for (std::size_t i = 0; i < got.size(); ++i) got[i] = want[i] = static_cast<unsigned char>(i * 7);
+    ASSERT_LT(origin + hi + static_cast<std::int64_t>(itemsize),
+              static_cast<std::int64_t>(got.size()));
+    for (std::size_t i = 0; i < got.size(); ++i)
+      got[i] = want[i] = static_cast<unsigned char>(i * 7);
     unsigned char value[24];
     for (std::size_t b = 0; b < itemsize; ++b)
       value[b] = trial % 5 == 0 ? 0x5a : static_cast<unsigned char>(rng());  // uniform: memset
@@ -141,7 +151,8 @@ TEST(Fill, ContiguousHostFillsOfEveryCount) {
       std::vector<unsigned char> got(count * itemsize + 8, 0xee), want = got;
       unsigned char value[24];
       for (std::size_t b = 0; b < itemsize; ++b) value[b] = static_cast<unsigned char>(b * 37 + 1);
-      for (std::size_t i = 0; i < count; ++i) std::memcpy(want.data() + 4 + i * itemsize, value, itemsize);
+      for (std::size_t i = 0; i < count; ++i)
+        std::memcpy(want.data() + 4 + i * itemsize, value, itemsize);
       detail::fill_pattern(got.data() + 4, value, itemsize, count, memory_kind::host, nullptr);
       EXPECT_EQ(got, want) << itemsize << " x " << count;
     }
@@ -156,10 +167,12 @@ TEST(Fill, GpuFillsWithoutAKernelAreRightForEveryElementSize) {
       for (std::size_t count : {1u, 2u, 3u, 1000u, (1u << 20) + 7u}) {
         arrayport::buffer b(count * itemsize, kind, 0, nullptr);
         unsigned char value[24];
-        for (std::size_t i = 0; i < itemsize; ++i) value[i] = static_cast<unsigned char>(i % 3 ? i * 29 : 0);
+        for (std::size_t i = 0; i < itemsize; ++i)
+          value[i] = static_cast<unsigned char>(i % 3 ? i * 29 : 0);
         detail::fill_pattern(b.data(), value, itemsize, count, kind, nullptr);
         std::vector<unsigned char> host(count * itemsize);
-        rt::memcpy_async(host.data(), memory_kind::host, b.data(), kind, host.size(), nullptr, "check");
+        rt::memcpy_async(host.data(), memory_kind::host, b.data(), kind, host.size(), nullptr,
+                         "check");
         rt::stream_synchronize(nullptr);
         for (std::size_t i = 0; i < count; ++i)
           ASSERT_EQ(std::memcmp(host.data() + i * itemsize, value, itemsize), 0)
@@ -169,7 +182,7 @@ TEST(Fill, GpuFillsWithoutAKernelAreRightForEveryElementSize) {
   arrayport::buffer b(64, memory_kind::device, 0, nullptr);
   const std::int64_t shape[1] = {4}, strides[1] = {16};
   const float value = 2.0f;
-  EXPECT_THROW(detail::strided_fill({b.data(), strides, memory_kind::device, 0}, shape, 1, &value, 4,
-                                    nullptr, nullptr, "fill"),
+  EXPECT_THROW(detail::strided_fill({b.data(), strides, memory_kind::device, 0}, shape, 1, &value,
+                                    4, nullptr, nullptr, "fill"),
                arrayport::value_error);
 }

@@ -20,10 +20,10 @@ constexpr std::int64_t min64 = INT64_MIN;
 constexpr std::int64_t p31 = std::int64_t(1) << 31;
 constexpr std::int64_t p62 = std::int64_t(1) << 62;
 
-const std::vector<std::int64_t> extents = {0,       1,       2,       3,       p31 - 1, p31,
-                                           p31 + 1, 1 << 30, p62 - 1, p62,     p62 + 1, max64};
-const std::vector<std::int64_t> strides = {0,   1,        -1,      2,       -2,       p31,  -p31,
-                                           p62, -p62,     max64,   min64,   3,        p31 + 1};
+const std::vector<std::int64_t> extents = {0,       1,       2,       3,   p31 - 1, p31,
+                                           p31 + 1, 1 << 30, p62 - 1, p62, p62 + 1, max64};
+const std::vector<std::int64_t> strides = {0,   1,    -1,    2,     -2, p31,    -p31,
+                                           p62, -p62, max64, min64, 3,  p31 + 1};
 const std::vector<std::int64_t> itemsizes = {1, 2, 4, 8, 16};
 
 // The reference: exact arithmetic in unsigned 128 bits, saturated at 2^100 (far past int64).
@@ -154,7 +154,8 @@ TEST(Layout, RandomHigherRankLayoutsMatchTheReference) {
       shape[i] = rng() % 3 ? static_cast<std::int64_t>(rng() % 5) : pick(extents);
       st[i] = rng() % 3 ? static_cast<std::int64_t>(rng() % 41) - 20 : pick(strides);
     }
-    expect_same(shape, st, ndim, pick(itemsizes), rng() % 2 ? stride_unit::elements : stride_unit::bytes);
+    expect_same(shape, st, ndim, pick(itemsizes),
+                rng() % 2 ? stride_unit::elements : stride_unit::bytes);
     if (HasFatalFailure()) return;
   }
 }
@@ -172,7 +173,8 @@ TEST(Layout, BadRankNegativeExtentAndItemsizeAreReported) {
   EXPECT_EQ(arrayport::measure_layout(shape, nullptr, -1, 4).status, layout_status::bad_rank);
   EXPECT_EQ(arrayport::measure_layout(shape, nullptr, ARRAYPORT_MAX_NDIM + 1, 4).status,
             layout_status::bad_rank);
-  EXPECT_EQ(arrayport::measure_layout(shape, nullptr, ARRAYPORT_MAX_NDIM, 4).status, layout_status::ok);
+  EXPECT_EQ(arrayport::measure_layout(shape, nullptr, ARRAYPORT_MAX_NDIM, 4).status,
+            layout_status::ok);
   EXPECT_EQ(arrayport::measure_layout(shape, nullptr, 1, 0).status, layout_status::bad_itemsize);
   const std::int64_t negative[3] = {2, -1, 0};
   const layout_info l = arrayport::measure_layout(negative, nullptr, 3, 4);
@@ -302,20 +304,23 @@ TEST(Layout, MessagesNameTheExactNumbers) {
     arrayport::check_layout("reshape", shape, nullptr, 2, 8);
     FAIL() << "expected a value_error";
   } catch (const arrayport::value_error& e) {
-    EXPECT_STREQ(e.what(), "reshape: shape (4611686018427387905, 4) has 18446744073709551620 "
-                           "elements, more than 2^63-1");
+    EXPECT_STREQ(e.what(),
+                 "reshape: shape (4611686018427387905, 4) has 18446744073709551620 "
+                 "elements, more than 2^63-1");
   }
   const std::int64_t n = std::int64_t(1) << 61, zero = 0;
-  EXPECT_EQ(arrayport::layout_message("obj", arrayport::measure_layout(&n, &zero, 1, 8), &n, &zero, 1, 8),
-            "obj: shape (2305843009213693952,) has 2305843009213693952 elements of 8 bytes, "
-            "18446744073709551616 bytes in all (nbytes), more than 2^63-1");
+  EXPECT_EQ(
+      arrayport::layout_message("obj", arrayport::measure_layout(&n, &zero, 1, 8), &n, &zero, 1, 8),
+      "obj: shape (2305843009213693952,) has 2305843009213693952 elements of 8 bytes, "
+      "18446744073709551616 bytes in all (nbytes), more than 2^63-1");
   const std::int64_t three = 3, wide = p62 - 1;
   EXPECT_EQ(arrayport::layout_message("x", arrayport::measure_layout(&three, &wide, 1, 8), &three,
                                       &wide, 1, 8),
             "x: the stride of axis 0 of shape (3,) is 36893488147419103224 bytes "
             "(4611686018427387903 elements of 8 bytes), more than 2^63-1");
-  EXPECT_EQ(arrayport::layout_message("y", arrayport::measure_layout(&three, &wide, 1, 8, stride_unit::bytes),
-                                      &three, &wide, 1, 8, stride_unit::bytes),
+  EXPECT_EQ(arrayport::layout_message(
+                "y", arrayport::measure_layout(&three, &wide, 1, 8, stride_unit::bytes), &three,
+                &wide, 1, 8, stride_unit::bytes),
             "y: shape (3,) with byte strides (4611686018427387903,) spans 9223372036854775814 "
             "bytes, more than 2^63-1");
   const std::int64_t negative[2] = {3, -2};
@@ -336,10 +341,13 @@ TEST(Layout, ShapeStringsAreAsPythonPrintsTuples) {
 TEST(Layout, MakeCViewFillsEveryField) {
   const std::int64_t shape[] = {2, 3}, c_strides[] = {3, 1}, f_strides[] = {1, 2};
   int data[6] = {}, owner = 0, stream = 0;
-  const arrayport_view_t v = arrayport::make_c_view(
-      data, arrayport::dtypes::int32.to_c(), shape, c_strides, 2,
-      {ARRAYPORT_MEMORY_PINNED, {ARRAYPORT_DEVICE_CUDA_HOST, 0}, &stream, ARRAYPORT_VIEW_READONLY,
-       &owner});
+  const arrayport_view_t v =
+      arrayport::make_c_view(data, arrayport::dtypes::int32.to_c(), shape, c_strides, 2,
+                             {ARRAYPORT_MEMORY_PINNED,
+                              {ARRAYPORT_DEVICE_CUDA_HOST, 0},
+                              &stream,
+                              ARRAYPORT_VIEW_READONLY,
+                              &owner});
   EXPECT_EQ(v.version.major, ARRAYPORT_C_ABI_VERSION_MAJOR);
   EXPECT_EQ(v.version.minor, ARRAYPORT_C_ABI_VERSION_MINOR);
   EXPECT_EQ(v.data, data);
@@ -354,8 +362,8 @@ TEST(Layout, MakeCViewFillsEveryField) {
   EXPECT_EQ(v.owner, &owner);
   EXPECT_TRUE(arrayport::is_c_contiguous(v));
   EXPECT_FALSE(arrayport::is_f_contiguous(v));
-  const arrayport_view_t f = arrayport::make_c_view(data, v.dtype, shape, f_strides, 2,
-                                                    {ARRAYPORT_MEMORY_HOST, {1, 0}});
+  const arrayport_view_t f =
+      arrayport::make_c_view(data, v.dtype, shape, f_strides, 2, {ARRAYPORT_MEMORY_HOST, {1, 0}});
   EXPECT_FALSE(arrayport::is_c_contiguous(f));
   EXPECT_TRUE(arrayport::is_f_contiguous(f));
   EXPECT_EQ(f.stream, nullptr);

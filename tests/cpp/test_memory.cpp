@@ -29,7 +29,8 @@ const memory_kind all_kinds[] = {memory_kind::host, memory_kind::pinned, memory_
 }  // namespace
 
 TEST(MemoryKind, NamesRoundTripAndBadNamesAreValueErrors) {
-  for (memory_kind k : all_kinds) EXPECT_EQ(arrayport::parse_memory_kind(arrayport::to_string(k)), k);
+  for (memory_kind k : all_kinds)
+    EXPECT_EQ(arrayport::parse_memory_kind(arrayport::to_string(k)), k);
   try {
     arrayport::parse_memory_kind("gpu");
     FAIL();
@@ -44,7 +45,8 @@ TEST(MemoryKind, AccessibilityAndDLPackDevices) {
   EXPECT_FALSE(arrayport::is_device_accessible(memory_kind::host));
   EXPECT_TRUE(arrayport::is_device_accessible(memory_kind::pinned));
   EXPECT_EQ(arrayport::dlpack_device(memory_kind::host, 3).device_type, ARRAYPORT_DEVICE_CPU);
-  EXPECT_EQ(arrayport::dlpack_device(memory_kind::pinned, 3).device_type, ARRAYPORT_DEVICE_CUDA_HOST);
+  EXPECT_EQ(arrayport::dlpack_device(memory_kind::pinned, 3).device_type,
+            ARRAYPORT_DEVICE_CUDA_HOST);
   EXPECT_EQ(arrayport::dlpack_device(memory_kind::device, 3).device_type, ARRAYPORT_DEVICE_CUDA);
   EXPECT_EQ(arrayport::dlpack_device(memory_kind::device, 3).device_id, 3);
   EXPECT_EQ(arrayport::dlpack_device(memory_kind::managed, 1).device_type,
@@ -139,8 +141,12 @@ TEST(CachingPool, ReusesAReleasedBlockOfTheSameSizeClass) {
   static int frees = 0;
   frees = 0;
   arrayport::detail::caching_pool pool([](std::size_t n) { return std::malloc(n); },
-                                       [](void* p) noexcept { ++frees; std::free(p); });
-  if (rt::is_available()) GTEST_SKIP() << "with a device, reuse waits for events (GPU tests cover it)";
+                                       [](void* p) noexcept {
+                                         ++frees;
+                                         std::free(p);
+                                       });
+  if (rt::is_available())
+    GTEST_SKIP() << "with a device, reuse waits for events (GPU tests cover it)";
   void* a = pool.allocate(1000);
   pool.deallocate(a, 1000, nullptr, -1);
   EXPECT_EQ(pool.cached_bytes(), 1024u);
@@ -205,7 +211,9 @@ TEST(DeviceResource, SmallBlocksReleasedOnTheLegacyStreamAreReusedInStreamOrder)
 TEST(Vector, UninitialisedConstructionResizeAndPushBackOnHost) {
   arrayport::vector<int> v(3, memory_kind::host);
   EXPECT_EQ(v.size(), 3u);
-  v[0] = 1; v[1] = 2; v[2] = 3;
+  v[0] = 1;
+  v[1] = 2;
+  v[2] = 3;
   v.resize(10);  // grows, keeps the first three
   EXPECT_EQ(v.size(), 10u);
   EXPECT_GE(v.capacity(), 10u);
@@ -234,8 +242,9 @@ TEST(Vector, AtChecksBoundsWithAValueError) {
 }
 
 TEST(Vector, OverflowingSizesAreValueErrorsNotBadAllocs) {
-  EXPECT_THROW(arrayport::vector<double>(arrayport::vector<double>::max_size() + 1, memory_kind::host),
-               arrayport::value_error);
+  EXPECT_THROW(
+      arrayport::vector<double>(arrayport::vector<double>::max_size() + 1, memory_kind::host),
+      arrayport::value_error);
 }
 
 TEST(Vector, MovedFromVectorIsEmpty) {

@@ -43,25 +43,32 @@ std::vector<std::int64_t> lengths() {
 template <class S>
 S value(std::int64_t i, int seed) {
   const auto x = static_cast<int>((i * 7919 + seed * 104729) % 17) - 8;
-  if constexpr (std::is_same_v<S, bool>) return x > 0;
-  else if constexpr (std::is_same_v<S, std::uint8_t>) return static_cast<S>(x + 8);
-  else if constexpr (ops::is_complex_v<S>) return S{ops::detail::real_t<S>(x),
-                                                    ops::detail::real_t<S>(seed - x)};
-  else return ops::convert<S>(static_cast<double>(x));
+  if constexpr (std::is_same_v<S, bool>)
+    return x > 0;
+  else if constexpr (std::is_same_v<S, std::uint8_t>)
+    return static_cast<S>(x + 8);
+  else if constexpr (ops::is_complex_v<S>)
+    return S{ops::detail::real_t<S>(x), ops::detail::real_t<S>(seed - x)};
+  else
+    return ops::convert<S>(static_cast<double>(x));
 }
 
 // What a result is compared as: complex<double> for complex types, double otherwise.
 template <class S>
 auto widen(S v) {
-  if constexpr (ops::is_complex_v<S>) return ops::convert<ops::complex<double>>(v);
-  else return ops::convert<double>(v);
+  if constexpr (ops::is_complex_v<S>)
+    return ops::convert<ops::complex<double>>(v);
+  else
+    return ops::convert<double>(v);
 }
 
 template <class S>
 bool same(S a, S b) {
   const auto x = widen(a), y = widen(b);
-  if constexpr (ops::is_complex_v<S>) return x.re == y.re && x.im == y.im;
-  else return x == y;
+  if constexpr (ops::is_complex_v<S>)
+    return x.re == y.re && x.im == y.im;
+  else
+    return x == y;
 }
 
 template <class S>
@@ -287,8 +294,8 @@ void check_binary(op_id op, std::int64_t n, second how) {
     const S b = how == second::scalar ? scalar : y[i * step];
     const S expected = ops::convert<S>(reference(op, widen(x[i]), widen(b)));
     if (!same(out[i], expected))
-      FAIL() << describe(out[i]) << " != " << describe(expected)
-        << "op " << int(op) << " n=" << n << " at " << i << " dtype " << ops::to_dtype(T).name();
+      FAIL() << describe(out[i]) << " != " << describe(expected) << "op " << int(op) << " n=" << n
+             << " at " << i << " dtype " << ops::to_dtype(T).name();
   }
 }
 
@@ -359,8 +366,7 @@ TEST(Dispatch, BroadcastingNamesTheArgumentsThatDoNotFit) {
     ops::broadcast_shapes("add", both, shape);
     FAIL() << "expected value_error";
   } catch (const arrayport::value_error& e) {
-    EXPECT_STREQ(e.what(),
-                 "add: operands could not be broadcast together: 'x1' (6,) 'x2' (4,)");
+    EXPECT_STREQ(e.what(), "add: operands could not be broadcast together: 'x1' (6,) 'x2' (4,)");
   }
 }
 

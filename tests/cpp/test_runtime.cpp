@@ -79,7 +79,8 @@ TEST(Runtime, DeviceIndexOutOfRangeIsAValueError) {
     FAIL() << "expected value_error";
   } catch (const arrayport::value_error& e) {
     EXPECT_NE(std::string(e.what()).find("got " + std::to_string(rt::device_count())),
-              std::string::npos) << e.what();
+              std::string::npos)
+        << e.what();
   }
   EXPECT_THROW(rt::get_device_properties(-1), arrayport::value_error);
 }
@@ -144,9 +145,11 @@ TEST(Runtime, PointerQueryKnowsEveryKind) {
   ASSERT_NE(get, nullptr);
   std::thread([&] {
     unsigned int type = 0;
-    EXPECT_EQ(get(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, reinterpret_cast<CUdeviceptr>(d)), CUDA_SUCCESS);
+    EXPECT_EQ(get(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, reinterpret_cast<CUdeviceptr>(d)),
+              CUDA_SUCCESS);
     EXPECT_EQ(type, static_cast<unsigned int>(CU_MEMORYTYPE_DEVICE));
-    EXPECT_EQ(get(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, reinterpret_cast<CUdeviceptr>(pageable.data())),
+    EXPECT_EQ(get(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                  reinterpret_cast<CUdeviceptr>(pageable.data())),
               CUDA_ERROR_INVALID_VALUE);
   }).join();
 #endif

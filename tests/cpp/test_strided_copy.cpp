@@ -74,7 +74,7 @@ TEST(StridedCopy, TransposeKeepsTwoAxesInnermostByDestination) {
   const detail::copy_layout l = detail::make_copy_layout(dst, src, shape, 2, 8);
   ASSERT_EQ(l.ndim, 2);
   EXPECT_EQ(l.word, 8);
-  EXPECT_EQ(l.dst_strides[1], 8);   // innermost: contiguous in the destination
+  EXPECT_EQ(l.dst_strides[1], 8);  // innermost: contiguous in the destination
   EXPECT_EQ(l.src_strides[1], 24);
   EXPECT_FALSE(detail::is_contiguous(l));
 }
@@ -106,7 +106,8 @@ TEST(StridedCopy, ZeroDimensionalCopyMovesOneElement) {
 
 TEST(StridedCopy, BroadcastSourceFillsTheDestination) {
   const double value = 2.5;
-  std::int64_t shape[] = {4, 6}, zero[] = {0, 0}, dst_strides[] = {-96, 16};  // rows reversed, every other column
+  std::int64_t shape[] = {4, 6}, zero[] = {0, 0},
+               dst_strides[] = {-96, 16};  // rows reversed, every other column
   std::memset(storage[0], 0, 4 * 96);
   detail::copy_operand dst{storage[0] + 3 * 96, dst_strides, memory_kind::host, -1};
   detail::copy_operand src{const_cast<double*>(&value), zero, memory_kind::host, -1};
@@ -129,7 +130,8 @@ TEST(StridedCopy, RandomHostLayoutsMatchTheReference) {
       std::vector<std::size_t> order(shape.size());
       for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
       std::shuffle(order.begin(), order.end(), rng);
-      std::int64_t stride = static_cast<std::int64_t>(itemsize) * static_cast<std::int64_t>(1 + rng() % 2);
+      std::int64_t stride =
+          static_cast<std::int64_t>(itemsize) * static_cast<std::int64_t>(1 + rng() % 2);
       offset = 0;
       for (std::size_t i : order) {
         s[i] = stride;
@@ -145,8 +147,10 @@ TEST(StridedCopy, RandomHostLayoutsMatchTheReference) {
     std::int64_t dst_offset = 0, src_offset = 0;
     const std::vector<std::int64_t> ds = strides_for(false, dst_offset);
     const std::vector<std::int64_t> ss = strides_for(true, src_offset);
-    const std::size_t misalign = rng() % 2 ? 0 : itemsize / 2;  // sub-element offsets give narrower words
-    for (std::size_t b = 0; b < sizeof storage[1]; ++b) storage[1][b] = static_cast<unsigned char>(rng());
+    const std::size_t misalign =
+        rng() % 2 ? 0 : itemsize / 2;  // sub-element offsets give narrower words
+    for (std::size_t b = 0; b < sizeof storage[1]; ++b)
+      storage[1][b] = static_cast<unsigned char>(rng());
     std::memset(storage[0], 0xAB, sizeof storage[0]);
     std::memset(storage[2], 0xAB, sizeof storage[2]);
     char* d = reinterpret_cast<char*>(storage[0]) + dst_offset + misalign;
@@ -175,7 +179,8 @@ TEST(StridedCopy, TransposesSpanningSeveralTilesMatchTheReference) {
     std::vector<std::int64_t> shape = {batch, rows, cols};
     std::vector<std::int64_t> ds = {rows * cols * item, cols * item, item};
     std::vector<std::int64_t> ss = {rows * cols * item, reverse ? -item : item, rows * item};
-    for (std::size_t b = 0; b < sizeof storage[1]; ++b) storage[1][b] = static_cast<unsigned char>(rng());
+    for (std::size_t b = 0; b < sizeof storage[1]; ++b)
+      storage[1][b] = static_cast<unsigned char>(rng());
     std::memset(storage[0], 0, sizeof storage[0]);
     std::memset(storage[2], 0, sizeof storage[2]);
     const char* s = reinterpret_cast<const char*>(storage[1]) + (reverse ? (rows - 1) * item : 0);
@@ -205,7 +210,8 @@ TEST(StridedCopy, DeviceMemoryWithoutAKernelIsAClearError) {
   std::int64_t shape[] = {16}, strides[] = {16};
   detail::copy_operand dst{device.data(), strides, memory_kind::device, 0};
   detail::copy_operand src{storage[1], nullptr, memory_kind::host, -1};
-  EXPECT_THROW(detail::strided_copy(dst, src, shape, 1, 8, nullptr, nullptr), arrayport::value_error);
+  EXPECT_THROW(detail::strided_copy(dst, src, shape, 1, 8, nullptr, nullptr),
+               arrayport::value_error);
   // contiguous copies need no kernel
   detail::strided_copy(dst, src, shape, 1, 16, nullptr, nullptr);
   arrayport::runtime::stream_synchronize(nullptr);

@@ -118,7 +118,8 @@ TEST(Threads, VectorsAndBuffersOfEveryKindKeepEachThreadsValues) {
       std::memset(b.data(), t, b.size());
       arrayport::vector<int> c = v.copy();
       if (gpu) rt::stream_synchronize(c.stream());
-      if (c.size() != v.size() || c[n / 2] != value || c[c.size() - 1] != -value) return "copy differs";
+      if (c.size() != v.size() || c[n / 2] != value || c[c.size() - 1] != -value)
+        return "copy differs";
       const auto* bytes = static_cast<const unsigned char*>(b.data());
       if (bytes[0] != t || bytes[b.size() - 1] != t) return "buffer bytes changed under us";
     }
@@ -149,7 +150,9 @@ TEST(Threads, TheCachingPoolNeverHandsOneBlockToTwoThreads) {
         for (std::size_t k = 0; k < bytes / 4; ++k) p[k] = mark;
         std::this_thread::yield();  // a block given out twice would be overwritten meanwhile
         for (std::size_t k = 0; k < bytes / 4; ++k)
-          if (p[k] != mark) return "block " + std::to_string(reinterpret_cast<std::uintptr_t>(p)) + " was written by another thread";
+          if (p[k] != mark)
+            return "block " + std::to_string(reinterpret_cast<std::uintptr_t>(p)) +
+                   " was written by another thread";
         pool.deallocate(p, bytes, nullptr, -1);
       }
       return "";
@@ -200,7 +203,8 @@ TEST(Threads, StreamsAndEventsWorkPerThread) {
       rt::memcpy_async(dst.data(), mid.data(), n * sizeof(int), b.handle());
       rt::order_streams(b.handle(), a.handle(), 0);  // mid is freed on a, after b read it
       b.synchronize();
-      if (dst[0] != t * 1000 + i || dst[n - 1] != t * 1000 + i) return "copy across streams differs";
+      if (dst[0] != t * 1000 + i || dst[n - 1] != t * 1000 + i)
+        return "copy across streams differs";
     }
     return "";
   });

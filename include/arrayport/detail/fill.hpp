@@ -79,21 +79,26 @@ inline void strided_fill(const copy_operand& dst, const std::int64_t* shape, int
   if (small) std::memcpy(v.bytes, value, itemsize);
   const auto* element = small ? v.bytes : static_cast<const unsigned char*>(value);
   const std::int64_t repeat[ARRAYPORT_MAX_NDIM] = {};
-  copy_layout l = make_copy_layout(dst, {const_cast<unsigned char*>(element), repeat, memory_kind::host, -1},
-                                   shape, ndim, itemsize);
+  copy_layout l =
+      make_copy_layout(dst, {const_cast<unsigned char*>(element), repeat, memory_kind::host, -1},
+                       shape, ndim, itemsize);
   if (l.count == 0) return;
   const std::size_t bytes = static_cast<std::size_t>(l.count) * static_cast<std::size_t>(l.word);
   const bool contiguous = side_is_contiguous(l, true);  // one run of bytes from l.dst
   const int byte = uniform_byte(element, itemsize);
   if (!is_gpu_resident(dst.kind)) {
     runtime::stream_synchronize(stream);  // earlier device work on this memory comes first
-    if (contiguous && byte >= 0) std::memset(l.dst, byte, bytes);
-    else copy_on_host(l);
+    if (contiguous && byte >= 0)
+      std::memset(l.dst, byte, bytes);
+    else
+      copy_on_host(l);
     return;
   }
-  if (contiguous && byte >= 0) return runtime::memset_async(l.dst, dst.kind, byte, bytes, stream, what);
+  if (contiguous && byte >= 0)
+    return runtime::memset_async(l.dst, dst.kind, byte, bytes, stream, what);
   if (kernel && small) {
-    l.src = reinterpret_cast<const char*>(static_cast<std::uintptr_t>(l.src - reinterpret_cast<const char*>(v.bytes)));
+    l.src = reinterpret_cast<const char*>(
+        static_cast<std::uintptr_t>(l.src - reinterpret_cast<const char*>(v.bytes)));
     return kernel(l, v, stream);
   }
   if (contiguous)

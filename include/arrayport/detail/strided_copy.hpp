@@ -29,7 +29,7 @@ struct copy_operand {
   void* data = nullptr;                   ///< address of element (0, ..., 0)
   const std::int64_t* strides = nullptr;  ///< ndim strides in BYTES, any sign; nullptr: C order
   memory_kind kind = memory_kind::host;
-  int device = -1;                        ///< CUDA device of device and managed memory
+  int device = -1;  ///< CUDA device of device and managed memory
 };
 
 /// A copy reduced to its simplest equivalent form: `count` words of `word` bytes, element
@@ -41,8 +41,8 @@ struct copy_layout {
   static constexpr int max_rank = ARRAYPORT_MAX_NDIM + 1;
 
   std::int32_t ndim;
-  std::int32_t word;  ///< 1, 2, 4, 8 or 16
-  std::int64_t count; ///< words to move; 0 for an empty copy
+  std::int32_t word;   ///< 1, 2, 4, 8 or 16
+  std::int64_t count;  ///< words to move; 0 for an empty copy
   char* dst;
   const char* src;
   std::int64_t shape[max_rank];
@@ -178,9 +178,12 @@ void copy_run(char* d, const char* s, std::int64_t n, std::int64_t ds, std::int6
     for (std::int64_t i = 0; i < n; ++i) std::memcpy(d + i * ds, &v, Word);
   } else if (ds == static_cast<std::int64_t>(Word) && ss == -static_cast<std::int64_t>(Word)) {
     // reversed (a[::-1]): constant strides, so the compiler vectorises it with a lane shuffle
-    for (std::int64_t i = 0; i < n; ++i) std::memcpy(d + i * static_cast<std::int64_t>(Word), s - i * static_cast<std::int64_t>(Word), Word);
+    for (std::int64_t i = 0; i < n; ++i)
+      std::memcpy(d + i * static_cast<std::int64_t>(Word), s - i * static_cast<std::int64_t>(Word),
+                  Word);
   } else if (ds == static_cast<std::int64_t>(Word)) {
-    for (std::int64_t i = 0; i < n; ++i) std::memcpy(d + i * static_cast<std::int64_t>(Word), s + i * ss, Word);
+    for (std::int64_t i = 0; i < n; ++i)
+      std::memcpy(d + i * static_cast<std::int64_t>(Word), s + i * ss, Word);
   } else {
     for (std::int64_t i = 0; i < n; ++i) std::memcpy(d + i * ds, s + i * ss, Word);
   }
@@ -211,12 +214,12 @@ inline void copy_on_host(const copy_layout& l) noexcept {
   using run_fn = void (*)(char*, const char*, std::int64_t, std::int64_t, std::int64_t) noexcept;
   using tiles_fn = void (*)(char*, const char*, std::int64_t, std::int64_t, std::int64_t,
                             std::int64_t, std::int64_t, std::int64_t) noexcept;
-  run_fn run = l.word == 16 ? copy_run<16>
+  run_fn run = l.word == 16  ? copy_run<16>
                : l.word == 8 ? copy_run<8>
                : l.word == 4 ? copy_run<4>
                : l.word == 2 ? copy_run<2>
                              : copy_run<1>;
-  tiles_fn tiles = l.word == 16 ? copy_tiles<16>
+  tiles_fn tiles = l.word == 16  ? copy_tiles<16>
                    : l.word == 8 ? copy_tiles<8>
                    : l.word == 4 ? copy_tiles<4>
                    : l.word == 2 ? copy_tiles<2>
@@ -234,7 +237,8 @@ inline void copy_on_host(const copy_layout& l) noexcept {
   const char* s = l.src;
   for (std::int64_t outer = l.count / per_step; outer > 0; --outer) {
     if (tiled)
-      tiles(d, s, n, l.shape[inner + 1], ds, l.dst_strides[inner + 1], ss, l.src_strides[inner + 1]);
+      tiles(d, s, n, l.shape[inner + 1], ds, l.dst_strides[inner + 1], ss,
+            l.src_strides[inner + 1]);
     else
       run(d, s, n, ds, ss);
     for (int a = inner - 1; a >= 0; --a) {  // the next outer index, odometer style
@@ -255,8 +259,10 @@ inline void copy_on_host(const copy_layout& l) noexcept {
 // `l` with one side replaced by a C-contiguous buffer in the layout's own axis order.
 inline copy_layout with_contiguous_side(copy_layout l, bool replace_dst, void* data) noexcept {
   compact_strides(l.shape, l.ndim, replace_dst ? l.dst_strides : l.src_strides, 1, l.word);
-  if (replace_dst) l.dst = static_cast<char*>(data);
-  else l.src = static_cast<const char*>(data);
+  if (replace_dst)
+    l.dst = static_cast<char*>(data);
+  else
+    l.src = static_cast<const char*>(data);
   return l;
 }
 
@@ -284,7 +290,8 @@ inline void stage_to_gpu(const copy_layout& l, const copy_operand& dst, stream_h
   copy_layout to_device = l;
   if (use_span) {
     std::memcpy(host.data(), reinterpret_cast<const void*>(lo), span);
-    to_device.src = static_cast<const char*>(host.data()) + (reinterpret_cast<std::intptr_t>(l.src) - lo);
+    to_device.src =
+        static_cast<const char*>(host.data()) + (reinterpret_cast<std::intptr_t>(l.src) - lo);
   } else {
     copy_on_host(with_contiguous_side(l, true, host.data()));
     to_device = with_contiguous_side(l, false, host.data());
@@ -331,9 +338,10 @@ inline void stage_from_gpu(const copy_layout& l, const copy_operand& src, stream
 /// must not overlap (stage one through a temporary first). `kernel` may be nullptr: strided copies
 /// into GPU memory then throw, other cases fall back to the CPU. A side this process cannot reach
 /// (GPU memory without a usable device) is no_device_error naming `what`, whatever the extents.
-inline void strided_copy(const copy_operand& dst, const copy_operand& src, const std::int64_t* shape,
-                         int ndim, std::size_t itemsize, stream_handle stream,
-                         copy_kernel_launcher kernel, const char* what = "strided copy") {
+inline void strided_copy(const copy_operand& dst, const copy_operand& src,
+                         const std::int64_t* shape, int ndim, std::size_t itemsize,
+                         stream_handle stream, copy_kernel_launcher kernel,
+                         const char* what = "strided copy") {
   runtime::require_reachable(dst.kind, what, "the destination");
   runtime::require_reachable(src.kind, what, "the source");
   const copy_layout l = make_copy_layout(dst, src, shape, ndim, itemsize);
@@ -361,7 +369,8 @@ inline void strided_copy(const copy_operand& dst, const copy_operand& src, const
     copy_on_host(l);
     return;
   }
-  throw value_error(std::string(what) + ": a non-contiguous copy involving device memory needs "
+  throw value_error(std::string(what) +
+                    ": a non-contiguous copy involving device memory needs "
                     "the CUDA copy kernel, which this build does not have");
 }
 

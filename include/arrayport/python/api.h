@@ -39,16 +39,16 @@ extern "C" {
  * longer one whose extra bytes are not zero (options it does not know). Zero means "any" or "no"
  * throughout, so a zero-filled request with its size set accepts any array. */
 typedef struct arrayport_acquire_request {
-  uint32_t size;                  /* sizeof(arrayport_acquire_request_t) of the caller */
-  uint32_t flags;                 /* ARRAYPORT_ACQUIRE_* constraint bits */
-  const char* name;               /* the argument's name in messages; NULL: "array" */
+  uint32_t size;                   /* sizeof(arrayport_acquire_request_t) of the caller */
+  uint32_t flags;                  /* ARRAYPORT_ACQUIRE_* constraint bits */
+  const char* name;                /* the argument's name in messages; NULL: "array" */
   const arrayport_dtype_t* dtypes; /* accepted dtypes (n_dtypes of them); none: any */
   uint32_t n_dtypes;
-  int32_t ndim;                   /* required rank, or -1 for any (0 is rank 0) */
-  const int64_t* shape;           /* ndim extents, -1 for any; NULL: any shape */
-  uint32_t options;               /* ARRAYPORT_REQUEST_* bits */
-  uint32_t protocols;             /* ARRAYPORT_PROTOCOL_* bits allowed; 0: all */
-  void* stream;                   /* the consumer's stream, with ARRAYPORT_REQUEST_STREAM */
+  int32_t ndim;         /* required rank, or -1 for any (0 is rank 0) */
+  const int64_t* shape; /* ndim extents, -1 for any; NULL: any shape */
+  uint32_t options;     /* ARRAYPORT_REQUEST_* bits */
+  uint32_t protocols;   /* ARRAYPORT_PROTOCOL_* bits allowed; 0: all */
+  void* stream;         /* the consumer's stream, with ARRAYPORT_REQUEST_STREAM */
 } arrayport_acquire_request_t;
 
 /* The size of the 1.2 request: the smallest arrayport._core accepts. */
@@ -106,8 +106,8 @@ typedef struct arrayport_python_api {
    * borrowed for the call; NULL reads as "". GIL held. Should building the exception fail, that
    * failure's Python error is set instead. The fields travel, not the C++ exception: exceptions
    * do not cross extension modules (_core links its own C++ runtime). */
-  void (*set_cuda_error)(const char* message, int status, const char* status_name,
-                         const char* api, int out_of_memory);
+  void (*set_cuda_error)(const char* message, int status, const char* status_name, const char* api,
+                         int out_of_memory);
 
   /* ---- since 1.2: read only when abi_minor >= 2 ---- */
 
@@ -140,10 +140,11 @@ typedef struct arrayport_python_api {
 
 /* acquire_view() results. */
 #define ARRAYPORT_ACQUIRE_OK 0
-#define ARRAYPORT_ACQUIRE_FAILED (-1)      /* the producer raised, or memory or CUDA failed */
-#define ARRAYPORT_ACQUIRE_NOT_AN_ARRAY 1   /* TypeError: obj offers no array protocol (allowed) */
-#define ARRAYPORT_ACQUIRE_REFUSED 2        /* TypeError / ValueError / BufferError: the array does
-                                              not meet the request; the message says how */
+#define ARRAYPORT_ACQUIRE_FAILED (-1)    /* the producer raised, or memory or CUDA failed */
+#define ARRAYPORT_ACQUIRE_NOT_AN_ARRAY 1 /* TypeError: obj offers no array protocol (allowed) */
+#define ARRAYPORT_ACQUIRE_REFUSED                           \
+  2 /* TypeError / ValueError / BufferError: the array does \
+       not meet the request; the message says how */
 
 #ifdef __cplusplus
 } /* extern "C" */

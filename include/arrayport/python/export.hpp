@@ -103,10 +103,9 @@ PyObject* to_array(arrayport::vector<T>&& v, std::initializer_list<std::int64_t>
 template <class T>
 PyObject* to_array(T* data, std::initializer_list<std::int64_t> shape, memory_kind kind,
                    PyObject* owner, int device = -1, stream_handle stream = nullptr) {
-  return detail::make_view_array(const_cast<std::remove_const_t<T>*>(data),
-                                 dtype_of<std::remove_const_t<T>>, shape.begin(),
-                                 static_cast<int>(shape.size()), kind, device, stream,
-                                 std::is_const_v<T>, owner);
+  return detail::make_view_array(
+      const_cast<std::remove_const_t<T>*>(data), dtype_of<std::remove_const_t<T>>, shape.begin(),
+      static_cast<int>(shape.size()), kind, device, stream, std::is_const_v<T>, owner);
 }
 
 }  // namespace arrayport::python

@@ -33,7 +33,7 @@ inline bool typed_view_fast(PyObject* obj, arrayport::view<T, Rank, Space>& out)
   if (type == api->array_type) {
     // An Array's view was checked when the Array was made (geometry, dtype).
     const auto& v = *reinterpret_cast<const arrayport_view_t*>(reinterpret_cast<const char*>(obj) +
-                                                              api->array_view_offset);
+                                                               api->array_view_offset);
     if (arrayport::dtype::from_c(v.dtype) != expected || v.ndim != static_cast<int>(Rank) ||
         !Space::accepts(static_cast<memory_kind>(v.memory_kind)) ||
         (writes && (v.flags & ARRAYPORT_VIEW_READONLY)))

@@ -129,9 +129,18 @@ inline dtype parse_buffer_format(std::string_view format, std::size_t itemsize) 
     switch (code[0]) {
       case '?': result = dtypes::bool_; break;
       case 'b': result = dtypes::int8; break;
-      case 'B': case 'c': result = dtypes::uint8; break;
-      case 'h': case 'i': case 'l': case 'q': case 'n':
-      case 'H': case 'I': case 'L': case 'Q': case 'N':
+      case 'B':
+      case 'c': result = dtypes::uint8; break;
+      case 'h':
+      case 'i':
+      case 'l':
+      case 'q':
+      case 'n':
+      case 'H':
+      case 'I':
+      case 'L':
+      case 'Q':
+      case 'N':
         sized_by_itemsize = true;
         result = detail::integer_of_itemsize(code[0] >= 'a', itemsize);
         if (result == dtype{})
@@ -187,8 +196,9 @@ inline const char* to_buffer_format(dtype dt) {
   if (dt == dtypes::complex64) return "Zf";
   if (dt == dtypes::complex128) return "Zd";
   if (dt == dtypes::bfloat16)
-    throw buffer_error("bfloat16 has no buffer-protocol format: PEP 3118 defines none; export it "
-                       "through DLPack or __cuda_array_interface__ instead");
+    throw buffer_error(
+        "bfloat16 has no buffer-protocol format: PEP 3118 defines none; export it "
+        "through DLPack or __cuda_array_interface__ instead");
   throw buffer_error("dtype " + detail::describe(dt) +
                      " has no buffer-protocol format: expected one of " +
                      detail::supported_dtype_names + " except 'bfloat16'");

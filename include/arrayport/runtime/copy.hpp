@@ -30,8 +30,8 @@ namespace detail {
 inline bool device_memcpy_async(void* dst, const void* src, std::size_t bytes,
                                 stream_handle stream) {
   if (!is_available()) return false;
-  ARRAYPORT_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault,
-                                       detail::to_cuda(stream)));
+  ARRAYPORT_CUDA_CHECK(
+      cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, detail::to_cuda(stream)));
   return true;
 }
 

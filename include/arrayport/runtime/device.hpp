@@ -17,14 +17,14 @@ namespace arrayport::runtime {
 struct device_properties {
   int index = 0;
   std::string name;
-  int major = 0, minor = 0;          ///< compute capability
-  std::size_t total_memory = 0;      ///< bytes
+  int major = 0, minor = 0;      ///< compute capability
+  std::size_t total_memory = 0;  ///< bytes
   int multiprocessor_count = 0;
-  std::string pci_bus_id;            ///< "0000:3b:00.0"
-  std::string uuid;                  ///< "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
+  std::string pci_bus_id;  ///< "0000:3b:00.0"
+  std::string uuid;        ///< "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
   bool managed_memory = false;
   bool concurrent_managed_access = false;
-  bool memory_pools = false;         ///< cudaMallocAsync supported
+  bool memory_pools = false;  ///< cudaMallocAsync supported
 };
 
 #if ARRAYPORT_HAS_CUDA

@@ -30,8 +30,14 @@ inline pointer_info query_pointer(const void* p) noexcept {
   }
   switch (attr.type) {
     case cudaMemoryTypeHost: info.kind = memory_kind::pinned; break;
-    case cudaMemoryTypeDevice: info.kind = memory_kind::device; info.device = attr.device; break;
-    case cudaMemoryTypeManaged: info.kind = memory_kind::managed; info.device = attr.device; break;
+    case cudaMemoryTypeDevice:
+      info.kind = memory_kind::device;
+      info.device = attr.device;
+      break;
+    case cudaMemoryTypeManaged:
+      info.kind = memory_kind::managed;
+      info.device = attr.device;
+      break;
     default: break;
   }
   return info;

@@ -124,9 +124,7 @@ inline void require_device_index(int device, const char* what) {
 /// Can this process touch memory of `kind`? Host and pinned memory always (with the CPU);
 /// GPU-resident memory (device, managed) only with a usable CUDA device, through CUDA: without
 /// one, its address is no memory the CPU may read (a view of another process's or library's claim).
-inline bool is_reachable(memory_kind kind) {
-  return !is_gpu_resident(kind) || is_available();
-}
+inline bool is_reachable(memory_kind kind) { return !is_gpu_resident(kind) || is_available(); }
 
 /// Throws no_device_error unless memory of `kind` is reachable, naming the operation and whose
 /// memory it is: "Array.fill: the array is in device memory, which this machine cannot reach: ...".

@@ -98,8 +98,8 @@ inline bool event_query(event_handle e) {
 inline float event_elapsed_ms(event_handle start, event_handle end) {
   check_not_forked("cudaEventElapsedTime");
   float ms = 0.f;
-  ARRAYPORT_CUDA_CHECK(cudaEventElapsedTime(&ms, detail::to_cuda_event(start),
-                                           detail::to_cuda_event(end)));
+  ARRAYPORT_CUDA_CHECK(
+      cudaEventElapsedTime(&ms, detail::to_cuda_event(start), detail::to_cuda_event(end)));
   return ms;
 }
 

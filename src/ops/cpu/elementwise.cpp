@@ -65,10 +65,10 @@ void strided_chunk(const ew_call& c, const F& f, std::int64_t begin, std::int64_
   constexpr int N = arity(Op);
   const auto& L = c.layout;
   const int nd = L.ndim;
-  const char* base[N] = {(c.in[I].data ? c.in[I].data
-                                       : reinterpret_cast<const char*>(c.in[I].scalar))...};
-  const type_id types[N] = {(c.in[I].data ? c.in[I].type
-                                          : type_id_of<arg_storage_t<Op, int(I), S>>)...};
+  const char* base[N] = {
+      (c.in[I].data ? c.in[I].data : reinterpret_cast<const char*>(c.in[I].scalar))...};
+  const type_id types[N] = {
+      (c.in[I].data ? c.in[I].type : type_id_of<arg_storage_t<Op, int(I), S>>)...};
   std::int64_t idx[ARRAYPORT_MAX_NDIM];
   std::int64_t rest = begin;
   for (int d = nd - 1; d >= 0; --d) {
@@ -88,12 +88,11 @@ void strided_chunk(const ew_call& c, const F& f, std::int64_t begin, std::int64_
     const char* p[N] = {(base[I] + off[1 + I])...};
     if constexpr (Typed) {
       const auto at = [&](std::int64_t j) {
-        return convert<O>(
-            f(load_direct(reinterpret_cast<const arg_storage_t<Op, int(I), S>*>(p[I] +
-                                                                                j * si[I]))...));
+        return convert<O>(f(load_direct(
+            reinterpret_cast<const arg_storage_t<Op, int(I), S>*>(p[I] + j * si[I]))...));
       };
       if (so == std::int64_t(sizeof(O))) {  // a contiguous output run (a fresh result): indexed
-        O* out = reinterpret_cast<O*>(o);  // not restrict: out= may be an input, elementwise
+        O* out = reinterpret_cast<O*>(o);   // not restrict: out= may be an input, elementwise
         std::int64_t j = 0;
         for (; j + 4 <= run; j += 4) {  // unrolled: the strided loads do not vectorise
           const O r0 = at(j), r1 = at(j + 1), r2 = at(j + 2), r3 = at(j + 3);
@@ -123,7 +122,7 @@ void strided_chunk(const ew_call& c, const F& f, std::int64_t begin, std::int64_
 // Whether every array operand is of the dtype its argument loads as (scalars always are).
 template <op_id Op, class S, std::size_t... I>
 bool typed(const ew_call& c, std::index_sequence<I...>) {
-  return ((!c.in[I].data || c.in[I].type == type_id_of<arg_storage_t<Op, int(I), S>>) && ...);
+  return ((!c.in[I].data || c.in[I].type == type_id_of<arg_storage_t<Op, int(I), S>>)&&...);
 }
 
 template <op_id Op, type_id T>
@@ -133,9 +132,8 @@ void run(const ew_call& c) {
   const auto f = make_functor<Op, S>(c.params);
   if (c.flat) {
     O* out = reinterpret_cast<O*>(c.out);
-    parallel_for(c.size, parallel_grain, [&](std::int64_t b, std::int64_t e) {
-      flat_select<Op, S, 0>(c, out, b, e, f);
-    });
+    parallel_for(c.size, parallel_grain,
+                 [&](std::int64_t b, std::int64_t e) { flat_select<Op, S, 0>(c, out, b, e, f); });
   } else if (typed<Op, S>(c, std::make_index_sequence<arity(Op)>{})) {
     parallel_for(c.size, parallel_grain, [&](std::int64_t b, std::int64_t e) {
       strided_chunk<Op, S, true>(c, f, b, e, std::make_index_sequence<arity(Op)>{});
@@ -150,8 +148,10 @@ void run(const ew_call& c) {
 struct kernels {
   template <op_id Op, type_id T>
   static constexpr ew_fn entry() {
-    if constexpr (supports(Op, T)) return &run<Op, T>;
-    else return nullptr;
+    if constexpr (supports(Op, T))
+      return &run<Op, T>;
+    else
+      return nullptr;
   }
 };
 

@@ -29,8 +29,7 @@ class pool {
   static pool& instance() {
     pool* p = g_pool.load(std::memory_order_acquire);
     if (p) return *p;
-    static const bool registered =
-        pthread_atfork(nullptr, nullptr, &forget_pool_after_fork) == 0;
+    static const bool registered = pthread_atfork(nullptr, nullptr, &forget_pool_after_fork) == 0;
     (void)registered;
     pool* fresh = new pool();  // starts no thread, so the loser of a race can delete it
     if (g_pool.compare_exchange_strong(p, fresh, std::memory_order_acq_rel)) return *fresh;
@@ -64,8 +63,10 @@ class pool {
       m_next.store(0, std::memory_order_relaxed);
       m_slots = m_active = helpers;
     }
-    if (helpers == static_cast<int>(m_workers.size())) m_wake.notify_all();
-    else for (int i = 0; i < helpers; ++i) m_wake.notify_one();
+    if (helpers == static_cast<int>(m_workers.size()))
+      m_wake.notify_all();
+    else
+      for (int i = 0; i < helpers; ++i) m_wake.notify_one();
     work();
     // Every chunk is taken: slots no worker has claimed yet are withdrawn, so the caller waits
     // only for the workers already running a chunk, never for one still waking up.

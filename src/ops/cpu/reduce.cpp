@@ -34,8 +34,8 @@ Acc pairwise(const G& get, std::int64_t lo, std::int64_t n, const R& r) {
     std::int64_t i = 0;
     for (; i + 8 <= n; i += 8)
       for (int k = 0; k < 8; ++k) lane[k] = r(lane[k], get(lo + i + k));
-    Acc acc = r(r(r(lane[0], lane[1]), r(lane[2], lane[3])),
-                r(r(lane[4], lane[5]), r(lane[6], lane[7])));
+    Acc acc =
+        r(r(r(lane[0], lane[1]), r(lane[2], lane[3])), r(r(lane[4], lane[5]), r(lane[6], lane[7])));
     for (; i < n; ++i) acc = r(acc, get(lo + i));
     return acc;
   }
@@ -49,20 +49,25 @@ Acc pairwise(const G& get, std::int64_t lo, std::int64_t n, const R& r) {
 // has it). The branchy NaN-propagating scalar rule does not vectorise, so NaN is tracked apart: a
 // compare with NaN is false, the running extreme skips it, and any NaN makes the result NaN, as
 // in NumPy.
-template <class T, int Bytes> struct vec;
-template <> struct vec<float, 16> {
+template <class T, int Bytes>
+struct vec;
+template <>
+struct vec<float, 16> {
   typedef float type __attribute__((vector_size(16)));
   typedef std::int32_t mask __attribute__((vector_size(16)));
 };
-template <> struct vec<double, 16> {
+template <>
+struct vec<double, 16> {
   typedef double type __attribute__((vector_size(16)));
   typedef std::int64_t mask __attribute__((vector_size(16)));
 };
-template <> struct vec<float, 32> {
+template <>
+struct vec<float, 32> {
   typedef float type __attribute__((vector_size(32)));
   typedef std::int32_t mask __attribute__((vector_size(32)));
 };
-template <> struct vec<double, 32> {
+template <>
+struct vec<double, 32> {
   typedef double type __attribute__((vector_size(32)));
   typedef std::int64_t mask __attribute__((vector_size(32)));
 };
@@ -84,8 +89,10 @@ __attribute__((always_inline)) inline T extreme_vectors(const T* p, std::int64_t
     for (int k = 0; k < U; ++k) {
       V v;
       std::memcpy(&v, p + i + W * k, sizeof v);
-      if constexpr (Max) m[k] = v > m[k] ? v : m[k];
-      else m[k] = v < m[k] ? v : m[k];
+      if constexpr (Max)
+        m[k] = v > m[k] ? v : m[k];
+      else
+        m[k] = v < m[k] ? v : m[k];
       nan[k] |= v != v;
     }
   }
@@ -188,13 +195,20 @@ T pairwise_sum(const T* p, std::int64_t n) {
 // Sums of integers and bools are exact (modulo 2^64), so any order gives NumPy's result: one
 // accumulator in a plain loop, and bools counted as nonzero bytes. Never pairwise()'s eight lanes:
 // GCC 12's loop vectoriser miscompiles those lanes fed from bytes (ones(16, bool) summed to 8).
-template <int Bytes> struct byte_vec;  // explicit sizes: GCC drops a dependent vector_size
-template <> struct byte_vec<16> { typedef std::uint8_t type __attribute__((vector_size(16))); };
-template <> struct byte_vec<32> { typedef std::uint8_t type __attribute__((vector_size(32))); };
+template <int Bytes>
+struct byte_vec;  // explicit sizes: GCC drops a dependent vector_size
+template <>
+struct byte_vec<16> {
+  typedef std::uint8_t type __attribute__((vector_size(16)));
+};
+template <>
+struct byte_vec<32> {
+  typedef std::uint8_t type __attribute__((vector_size(32)));
+};
 
 template <int Bytes>
 __attribute__((always_inline)) inline std::int64_t count_nonzero_vectors(const std::uint8_t* p,
-                                                                        std::int64_t n) {
+                                                                         std::int64_t n) {
   using V = typename byte_vec<Bytes>::type;
   std::int64_t total = 0, i = 0;
   while (i + Bytes <= n) {  // byte counters, emptied before they can wrap (255 steps)
@@ -213,7 +227,7 @@ __attribute__((always_inline)) inline std::int64_t count_nonzero_vectors(const s
 
 #ifdef ARRAYPORT_OPS_AVX2
 __attribute__((target("avx2"))) std::int64_t count_nonzero_avx2(const std::uint8_t* p,
-                                                                 std::int64_t n) {
+                                                                std::int64_t n) {
   return count_nonzero_vectors<32>(p, n);
 }
 #endif
@@ -271,14 +285,14 @@ void run(const reduce_call& c) {
     if constexpr (Op == reduce_op::dot) {
       const char* p1 = c.in[1] + out_offset(c, 1, o);
       auto product = [&](const char* a, const char* b) -> Acc {
-        return convert<Acc>(multiply_fn{}(load_any<In>(a, c.in_types[0]),
-                                          load_any<In>(b, c.in_types[1])));
+        return convert<Acc>(
+            multiply_fn{}(load_any<In>(a, c.in_types[0]), load_any<In>(b, c.in_types[1])));
       };
       if (c.red_ndim <= 1) {
         const std::int64_t s0 = c.red_ndim ? c.red_strides[0][0] : 0;
         const std::int64_t s1 = c.red_ndim ? c.red_strides[1][0] : 0;
-        return pairwise<Acc>([&](std::int64_t i) { return product(p0 + i * s0, p1 + i * s1); },
-                             lo, n, r);
+        return pairwise<Acc>([&](std::int64_t i) { return product(p0 + i * s0, p1 + i * s1); }, lo,
+                             n, r);
       }
       return pairwise<Acc>(
           [&](std::int64_t i) {
@@ -290,12 +304,12 @@ void run(const reduce_call& c) {
       if (c.in_types[0] == T && s == std::int64_t(sizeof(In))) {  // contiguous, no conversion
         const In* p = reinterpret_cast<const In*>(p0);
         if constexpr ((Op == reduce_op::max || Op == reduce_op::min) &&
-                      (std::is_same_v<In, float> || std::is_same_v<In, double>) &&
-                      std::is_same_v<Acc, In>)
+                      (std::is_same_v<In, float> ||
+                       std::is_same_v<In, double>)&&std::is_same_v<Acc, In>)
           return extreme_contiguous<Op == reduce_op::max>(p + lo, n);
         if constexpr ((Op == reduce_op::sum || Op == reduce_op::mean) &&
-                      (std::is_same_v<In, float> || std::is_same_v<In, double>) &&
-                      std::is_same_v<Acc, In>)
+                      (std::is_same_v<In, float> ||
+                       std::is_same_v<In, double>)&&std::is_same_v<Acc, In>)
           return pairwise_sum(p + lo, n);
         if constexpr (Op == reduce_op::sum && std::is_integral_v<Acc>)
           return integer_sum<Acc>(p + lo, n);
@@ -303,8 +317,8 @@ void run(const reduce_call& c) {
                              n, r);
       }
       return pairwise<Acc>(
-          [&](std::int64_t i) { return convert<Acc>(load_any<In>(p0 + i * s, c.in_types[0])); },
-          lo, n, r);
+          [&](std::int64_t i) { return convert<Acc>(load_any<In>(p0 + i * s, c.in_types[0])); }, lo,
+          n, r);
     } else {
       return pairwise<Acc>(
           [&](std::int64_t i) {
@@ -348,8 +362,10 @@ void run(const reduce_call& c) {
 struct kernels {
   template <reduce_op Op, type_id T>
   static constexpr reduce_fn entry() {
-    if constexpr (reduce_result_type(Op, T) != invalid_type) return &run<Op, T>;
-    else return nullptr;
+    if constexpr (reduce_result_type(Op, T) != invalid_type)
+      return &run<Op, T>;
+    else
+      return nullptr;
   }
 };
 

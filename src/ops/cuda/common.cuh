@@ -30,8 +30,8 @@ inline void require_dims(int ndim, const char* what) {
   if (ndim > max_gpu_dims)
     throw value_error(std::string(what) + ": " + std::to_string(ndim) +
                       " non-contiguous dimensions remain after collapsing; the GPU kernels "
-                      "handle at most " + std::to_string(max_gpu_dims) +
-                      " (make the input contiguous first)");
+                      "handle at most " +
+                      std::to_string(max_gpu_dims) + " (make the input contiguous first)");
 }
 
 /// Loads element `p` of dtype `t` as the compute type of A: direct when the dtypes agree.

@@ -145,8 +145,8 @@ void run(const ew_call& c) {
       a.shape[d] = c.layout.shape[d];
       for (int k = 0; k <= N; ++k) a.strides[k][d] = c.layout.strides[k][d];
     }
-    strided_kernel<Op, S><<<grid_for(c.size), block_threads, 0, stream>>>(
-        f, a, std::make_index_sequence<N>{});
+    strided_kernel<Op, S>
+        <<<grid_for(c.size), block_threads, 0, stream>>>(f, a, std::make_index_sequence<N>{});
   }
   runtime::check_launch("arrayport.ops element-wise kernel launch");
 }
@@ -154,8 +154,10 @@ void run(const ew_call& c) {
 struct kernels {
   template <op_id Op, type_id T>
   static constexpr ew_fn entry() {
-    if constexpr (supports(Op, T)) return &run<Op, T>;
-    else return nullptr;
+    if constexpr (supports(Op, T))
+      return &run<Op, T>;
+    else
+      return nullptr;
   }
 };
 

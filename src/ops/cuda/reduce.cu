@@ -67,8 +67,10 @@ __global__ void segment_kernel(gpu_reduce_args a, std::int64_t chunks, std::int6
       acc = r(acc, reduce_load<Op, In, Acc>(a, o, i));
     acc = block_reduce(temp).Reduce(acc, r);
     if (threadIdx.x == 0) {
-      if constexpr (Final) static_cast<Out*>(dst)[o] = finish<Op, Out>(acc, a.len);
-      else static_cast<Acc*>(dst)[b] = acc;
+      if constexpr (Final)
+        static_cast<Out*>(dst)[o] = finish<Op, Out>(acc, a.len);
+      else
+        static_cast<Acc*>(dst)[b] = acc;
     }
     __syncthreads();  // temp is reused by the next iteration
   }
@@ -105,8 +107,10 @@ using cub_load_t = std::conditional_t<std::is_same_v<In, bool>, std::uint8_t, In
 template <class In, class Acc>
 struct to_acc {
   __device__ Acc operator()(const cub_load_t<In>& x) const {
-    if constexpr (std::is_same_v<In, bool>) return convert<Acc>(x != 0);
-    else return convert<Acc>(load_direct(&x));
+    if constexpr (std::is_same_v<In, bool>)
+      return convert<Acc>(x != 0);
+    else
+      return convert<Acc>(load_direct(&x));
   }
 };
 
@@ -175,8 +179,8 @@ void run(const reduce_call& c) {
     if (chunks > cap) chunks = cap;
   }
   const std::int64_t chunk_len = (c.len + chunks - 1) / chunks;
-  const unsigned blocks = static_cast<unsigned>(
-      c.n_out * chunks < (1 << 20) ? c.n_out * chunks : (1 << 20));
+  const unsigned blocks =
+      static_cast<unsigned>(c.n_out * chunks < (1 << 20) ? c.n_out * chunks : (1 << 20));
   if (chunks == 1) {
     segment_kernel<Op, In, Acc, Out, true>
         <<<blocks, block_threads, 0, stream>>>(a, 1, chunk_len, c.out);
@@ -195,8 +199,10 @@ void run(const reduce_call& c) {
 struct kernels {
   template <reduce_op Op, type_id T>
   static constexpr reduce_fn entry() {
-    if constexpr (reduce_result_type(Op, T) != invalid_type) return &run<Op, T>;
-    else return nullptr;
+    if constexpr (reduce_result_type(Op, T) != invalid_type)
+      return &run<Op, T>;
+    else
+      return nullptr;
   }
 };
 
