@@ -121,6 +121,8 @@ struct element_value {
   double re = 0, im = 0;
 };
 element_value decode_element(const unsigned char* p, dtype dt);
+/// The element at `p` (host memory) as a Python bool, int, float or complex.
+nanobind::object element_object(const unsigned char* p, dtype dt);
 
 // array_indexing.cpp: views (a[key], transpose, .T, reshape, view(dtype)).
 PyObject* array_subscript(PyObject* self, PyObject* key);

@@ -41,8 +41,10 @@ nb::object single_element(array_object* a, const char* what) {
   const auto kind = static_cast<memory_kind>(a->view.memory_kind);
   runtime::require_reachable(kind, what, "the array");  // managed memory without a device
   if (!is_host_accessible(kind))
-    throw type_error(std::string(what) + ": this array is in device memory, which the host cannot "
-                      "read; copy it to the host first with .get() (" + what + "(a.get()))");
+    throw type_error(std::string(what) +
+                     ": this array is in device memory, which the host cannot "
+                     "read; copy it to the host first with .get() (" +
+                     what + "(a.get()))");
   const dtype dt = dtype::from_c(a->view.dtype);
   alignas(16) unsigned char p[16] = {};
   if (runtime::is_available()) {  // device writes complete first; without a GPU there are none
@@ -50,6 +52,28 @@ nb::object single_element(array_object* a, const char* what) {
     runtime::stream_synchronize(a->view.stream, array_device(a));
   }
   std::memcpy(p, a->view.data, dt.itemsize());
+  return element_object(p, dt);
+}
+
+// int(), float() and complex(): a 0-d array's element; a complex one only for complex().
+nb::object scalar_of(PyObject* self, const char* what, bool complex_ok) {
+  array_object* a = as_array(self);
+  if (a->view.ndim != 0)
+    throw type_error(std::string(what) +
+                     ": only 0-dimensional arrays can be converted to Python "
+                     "scalars; this one has shape " +
+                     shape_string(a->view.shape, a->view.ndim) +
+                     " (index it, a[0], or use .get())");
+  const dtype dt = dtype::from_c(a->view.dtype);
+  if (dt.is_complex() && !complex_ok)
+    throw type_error(std::string(what) + ": cannot convert an array of " + std::string(dt.name()) +
+                     " to a real number (take .real of its .get(), or use complex())");
+  return single_element(a, what);
+}
+
+}  // namespace
+
+nb::object element_object(const unsigned char* p, dtype dt) {
   const element_value e = decode_element(p, dt);
   PyObject* v = nullptr;
   switch (e.kind) {
@@ -62,23 +86,6 @@ nb::object single_element(array_object* a, const char* what) {
   if (!v) throw nb::python_error();
   return nb::steal(v);
 }
-
-// int(), float() and complex(): a 0-d array's element; a complex one only for complex().
-nb::object scalar_of(PyObject* self, const char* what, bool complex_ok) {
-  array_object* a = as_array(self);
-  if (a->view.ndim != 0)
-    throw type_error(std::string(what) + ": only 0-dimensional arrays can be converted to Python "
-                      "scalars; this one has shape " +
-                      shape_string(a->view.shape, a->view.ndim) +
-                      " (index it, a[0], or use .get())");
-  const dtype dt = dtype::from_c(a->view.dtype);
-  if (dt.is_complex() && !complex_ok)
-    throw type_error(std::string(what) + ": cannot convert an array of " + std::string(dt.name()) +
-                      " to a real number (take .real of its .get(), or use complex())");
-  return single_element(a, what);
-}
-
-}  // namespace
 
 element_value decode_element(const unsigned char* p, dtype dt) {
   element_value e{element_value::real};
@@ -137,9 +144,11 @@ PyObject* array_index(PyObject* self) {
   return guarded<PyObject*>(nullptr, [&] {
     array_object* a = as_array(self);
     if (a->view.ndim != 0 || !dtype::from_c(a->view.dtype).is_integer())
-      throw type_error("only integer scalar arrays can be converted to a scalar index; this one "
-                        "has dtype " + std::string(dtype::from_c(a->view.dtype).name()) +
-                        " and shape " + shape_string(a->view.shape, a->view.ndim));
+      throw type_error(
+          "only integer scalar arrays can be converted to a scalar index; this one "
+          "has dtype " +
+          std::string(dtype::from_c(a->view.dtype).name()) + " and shape " +
+          shape_string(a->view.shape, a->view.ndim));
     return single_element(a, "operator.index").release().ptr();
   });
 }
@@ -149,11 +158,13 @@ int array_bool(PyObject* self) {
     array_object* a = as_array(self);
     const std::int64_t n = element_count(a->view);
     if (n > 1)
-      throw value_error("The truth value of an array with more than one element is ambiguous. "
-                        "Use a.any() or a.all()");
+      throw value_error(
+          "The truth value of an array with more than one element is ambiguous. "
+          "Use a.any() or a.all()");
     if (n == 0)
-      throw value_error("The truth value of an empty array is ambiguous. Use `array.size > 0` to "
-                        "check that an array is not empty.");
+      throw value_error(
+          "The truth value of an empty array is ambiguous. Use `array.size > 0` to "
+          "check that an array is not empty.");
     // The one element sits at the data pointer, whatever the strides.
     return PyObject_IsTrue(single_element(a, "bool").ptr());
   });
@@ -187,11 +198,13 @@ PyObject* array_array(PyObject* self, PyObject* args, PyObject* kwargs) {
     const auto kind = static_cast<memory_kind>(a->view.memory_kind);
     runtime::require_reachable(kind, "Array.__array__", "the array");
     if (!is_host_accessible(kind))
-      throw type_error("__array__: this array is in device memory, which NumPy cannot read; copy "
-                       "it to the host with .get() (np.asarray(a.get()))");
+      throw type_error(
+          "__array__: this array is in device memory, which NumPy cannot read; copy "
+          "it to the host with .get() (np.asarray(a.get()))");
     if (dtype::from_c(a->view.dtype) == dtypes::bfloat16)
-      throw type_error("__array__: NumPy has no bfloat16 dtype; view it as uint16 "
-                       "(a.view('uint16')) or export it through DLPack");
+      throw type_error(
+          "__array__: NumPy has no bfloat16 dtype; view it as uint16 "
+          "(a.view('uint16')) or export it through DLPack");
     nb::object view = nb::steal(PyMemoryView_FromObject(self));
     if (!view.is_valid()) throw nb::python_error();
     using namespace nb::literals;

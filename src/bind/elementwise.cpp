@@ -5,6 +5,7 @@
 #include "bind/result.hpp"
 
 #include "array/array.hpp"
+#include "array/array_internal.hpp"
 #include "cuda/cuda.hpp"
 #include "cuda/current_stream.hpp"
 #include "common/gil.hpp"
@@ -31,6 +32,7 @@ constexpr int max_operands = ops::max_inputs + 1;
 // The operands of one call, read: the inputs, then out= when given.
 struct ew_operands {
   input_holder holders[max_operands];
+  nb::object by_value[max_operands];  // the elements of 0-d host operands passed by value
   ops_arg args[max_operands];
   const ops_arg* all[max_operands];     // &args[i]
   const ops_arg* arrays[max_operands];  // the array inputs, then out=
@@ -72,8 +74,7 @@ type_id compute_type(const ew_request& r, const ew_operands& o) {
   if (!r.cast_to) return ops::result_type(r.op, r.op_name, typed);
   const type_id t = ops::to_type_id(*r.cast_to);
   if (t == ops::invalid_type || static_cast<int>(t) >= ops::elementwise_type_count)
-    throw type_error(std::string(r.op_name) + ": dtype " +
-                     arrayport::detail::describe(*r.cast_to) +
+    throw type_error(std::string(r.op_name) + ": dtype " + arrayport::detail::describe(*r.cast_to) +
                      " is not supported; expected one of bool, uint8, int32, int64, float16, "
                      "bfloat16, float32, float64, complex64, complex128");
   ops::result_type(ops::op_id::copy, r.op_name, typed);  // checks the input's dtype
@@ -108,6 +109,32 @@ nb::object axpy_in_two_steps(const ew_request& r, const ew_operands& o) {
   }
   const operand sum[] = {{product, "a * x"}, r.inputs[2]};
   return elementwise({ops::op_id::add, r.op_name, sum, r.out});
+}
+
+// A 0-d operand in pageable host memory (a NumPy scalar: np.float32(2)) beside memory only the
+// GPU can read travels by value, as PyTorch passes a 0-d CPU tensor. Its dtype has already taken
+// part in the promotion (strong, NEP 50); its element converts exactly to the compute dtype.
+void pass_host_scalars_by_value(ew_operands& o) {
+  bool device_only = o.has_out && o.out().view.kind() == memory_kind::device;
+  for (int i = 0; i < o.n_arrays; ++i)
+    device_only |= o.arrays[i]->view.kind() == memory_kind::device;
+  if (!device_only) return;
+  o.n_arrays = 0;
+  for (int i = 0; i < o.n; ++i) {
+    ops_arg& a = o.args[i];
+    if (!o.is_scalar(i) && a.view.ndim() == 0 && a.view.kind() == memory_kind::host) {
+      const auto* p = static_cast<const unsigned char*>(a.view.data());
+      o.by_value[i] = element_object(p, a.view.dtype());
+      o.holders[i].scalar = o.by_value[i].ptr();
+      const dtype dt = a.view.dtype();
+      a.kind = dt == dtypes::bool_ ? weak_kind::bool_
+               : dt.is_complex()   ? weak_kind::complex_
+               : dt.is_floating()  ? weak_kind::float_
+                                   : weak_kind::int_;
+      continue;
+    }
+    if (!o.is_scalar(i)) o.arrays[o.n_arrays++] = &a;
+  }
 }
 
 // The broadcast shape of the array inputs; with out=, out's shape, which they must broadcast
@@ -221,6 +248,7 @@ nb::object elementwise(const ew_request& r) {
   if (axpy_takes_two_steps(r, o, compute)) return axpy_in_two_steps(r, o);
   const dtype out_dt = ops::to_dtype(ops::result_storage_type(r.op, compute));
   check_condition(r, o);
+  pass_host_scalars_by_value(o);
   const result_shape s = shape_of_result(r, o, out_dt);
   const ops::placement where = ops::place(r.op_name, o.array_list(), stream);
   ops::ew_call call;
@@ -280,8 +308,8 @@ nb::object elementwise_staged(const ew_request& r, int device, std::int64_t chun
     gil_release unlocked;
     ops::launch_staged(call, *where, chunk_bytes, {cs.handle, cs.device});
   }
-  nb::object out = make_owned_array(std::move(result.storage), out_dt, s.extents, s.nd,
-                                    current_stream_object());
+  nb::object out =
+      make_owned_array(std::move(result.storage), out_dt, s.extents, s.nd, current_stream_object());
   if (out_t == type_id::bfloat16) return out;  // NumPy has no bfloat16
   return nb::module_::import_("numpy").attr("asarray")(out);
 }

@@ -1092,3 +1092,46 @@ def test_register_page_locks_host_memory_that_the_gpu_writes_in_place():
         ap.cuda.register(ap.empty(16, memory="pinned"))
     with pytest.raises(ValueError, match="register: expected pageable host memory, got device memory"):
         ap.cuda.register(ap.empty(16, memory="device"))
+
+
+HOST_ZERO_D = [
+    ("numpy scalar", lambda v, dt: np.dtype(dt).type(v)),
+    ("0-d ndarray", lambda v, dt: np.array(v, dt)),
+    ("0-d host Array", lambda v, dt: ap.asarray(np.array(v, dt))),
+]
+
+
+@needs_gpu
+@pytest.mark.parametrize("kind", [k for k, _ in HOST_ZERO_D])
+@pytest.mark.parametrize(("x_dtype", "s_dtype", "value"), [
+    ("float16", "float32", 0.5), ("float32", "float64", -1.25), ("int32", "int8", -3),
+    ("uint8", "int64", 7), ("float32", "bool", True), ("complex64", "complex128", 1 - 2j),
+    ("int64", "uint64", 2**63 + 5)])
+def test_a_0d_host_operand_goes_by_value_to_a_gpu_op(kind, x_dtype, s_dtype, value):
+    # As PyTorch takes a 0-d CPU tensor with CUDA ones: the element travels by value, and its
+    # dtype promotes strongly (NEP 50), exactly as NumPy computes it on the host.
+    make = dict(HOST_ZERO_D)[kind]
+    xs = (np.arange(1, 50) % 7).astype(x_dtype)
+    x = ap.copy(xs, memory="device")
+    s = make(value, s_dtype)
+    ref_s = np.array(value, s_dtype)
+    for name in ("add", "multiply", "subtract"):
+        got = getattr(ops, name)(x, s)
+        want = getattr(np, name)(xs, ref_s)
+        assert got.memory == "device"
+        assert str(got.dtype) == str(want.dtype), (name, got.dtype, want.dtype)
+        np.testing.assert_array_equal(got.get(), want)
+    if np.dtype(x_dtype).kind in "fc" and np.dtype(s_dtype).kind in "fc":
+        ys = xs[::-1].copy()
+        got = ops.axpy(s, x, ap.copy(ys, memory="device"))
+        want = ref_s * xs + ys
+        assert str(got.dtype) == str(want.dtype)
+        np.testing.assert_allclose(got.get(), want, rtol=1e-3 if "16" in x_dtype else 1e-6)
+
+
+@needs_gpu
+def test_a_host_array_of_one_element_with_a_gpu_array_is_still_refused():
+    # Only 0-d operands travel by value; a (1,) array is an array the GPU cannot read.
+    x = ap.copy(np.ones(4, np.float32), memory="device")
+    with pytest.raises(ValueError, match="pageable host memory, which the GPU cannot read"):
+        ops.add(x, np.ones(1, np.float32))
