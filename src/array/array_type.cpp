@@ -116,7 +116,8 @@ PyGetSetDef array_getset[] = {
     {nullptr, nullptr, nullptr, nullptr, nullptr}};
 
 // Each docstring opens with CPython's text signature ("name($self, ...)\n--\n\n"), so that
-// inspect.signature, help() and mypy's stubtest (tests/python/test_stubs.py) see the parameters.
+// inspect.signature, help() and mypy's stubtest (tests/python/package/test_stubs.py) see the
+// parameters.
 PyMethodDef array_methods[] = {
     {"__dlpack__", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(dlpack_export)),
      METH_VARARGS | METH_KEYWORDS,

@@ -38,7 +38,7 @@ NB_MODULE(_core, m) {
 
   // fork(): whether this process is the child of one that had initialised CUDA, and a test hook
   // that records "CUDA initialised" without a GPU, so that a CPU-only build can show what such a
-  // child does (tests/python/test_faults.py).
+  // child does (tests/python/cuda/test_faults.py).
   m.def("_forked_after_cuda_init", &arrayport::runtime::forked_after_cuda_init);
   m.def("_simulate_cuda_initialised", &arrayport::runtime::detail::note_cuda_initialised,
         "Test hook: make fork() children of this process behave as children of a process that "

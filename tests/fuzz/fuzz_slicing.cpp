@@ -1,5 +1,5 @@
-// Fuzzes the indexing-key parser of arrayport.Array (resolve_basic_index in src/array.cpp, behind
-// __getitem__ and __setitem__) against NumPy: keys are tuples, single items or lists of ints
+// Fuzzes the indexing-key parser of arrayport.Array (resolve_basic_index in
+// src/array/array_indexing.cpp, behind __getitem__ and __setitem__) against NumPy: keys are tuples, single items or lists of ints
 // (small, negative, past 64 bits), NumPy integers, slices (any start, stop and step, 0 and huge
 // steps, floats), None, Ellipsis, bools, floats, strings, lists and arrays, on arrays of 0 to 5
 // dimensions (zero-size ones too) that may already be reversed, strided or transposed views.

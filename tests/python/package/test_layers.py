@@ -120,3 +120,14 @@ def test_the_check_reports_an_unknown_include_or_folder(tmp_path: Path) -> None:
     write(tmp_path, "misc/x.cpp", "\n")
     _, problems = violations(tmp_path)
     assert len(problems) == 2, problems
+
+
+def test_the_architecture_page_names_every_folder() -> None:
+    # docs/architecture.md draws the floors; a folder it does not name is a floor nobody drew.
+    page = (SRC.parent / "docs" / "architecture.md").read_text()
+    folders = [f"src/{p.name}/" for p in SRC.iterdir() if p.is_dir()]
+    include = SRC.parent / "include" / "arrayport"
+    folders += [f"include/arrayport/{p.name}/" for p in include.iterdir() if p.is_dir()]
+    missing = [f for f in folders if f not in page and f.replace("include/arrayport/", "") + " "
+               not in page]
+    assert not missing, f"docs/architecture.md does not name: {missing}"
