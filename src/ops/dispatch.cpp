@@ -285,13 +285,13 @@ namespace {
 // The GPU side of a call on `stream` (of where.device): it waits for the streams its Array
 // operands are ready on (an event each, no host wait), and they wait for it afterwards. One
 // stream, the common case, costs a comparison.
-void wait_for_arrays(const placement& where, stream_handle stream) {
+[[maybe_unused]] void wait_for_arrays(const placement& where, stream_handle stream) {
   for (int i = 0; i < where.n_streams; ++i)
     if (where.streams[i].handle != stream)
       runtime::order_streams(where.streams[i].handle, where.streams[i].device, stream,
                              where.device);
 }
-void order_arrays_after(const placement& where, stream_handle stream) {
+[[maybe_unused]] void order_arrays_after(const placement& where, stream_handle stream) {
   for (int i = 0; i < where.n_streams; ++i)
     if (where.streams[i].handle != stream)
       runtime::order_streams(stream, where.device, where.streams[i].handle,
