@@ -53,7 +53,7 @@ typedef struct arrayport_dtype {
 typedef enum arrayport_device_type {
   ARRAYPORT_DEVICE_CPU = 1,
   ARRAYPORT_DEVICE_CUDA = 2,
-  ARRAYPORT_DEVICE_CUDA_HOST = 3,    /* pinned (page-locked) host memory */
+  ARRAYPORT_DEVICE_CUDA_HOST = 3,   /* pinned (page-locked) host memory */
   ARRAYPORT_DEVICE_CUDA_MANAGED = 13 /* unified / managed memory */
 } arrayport_device_type_t;
 
@@ -66,10 +66,10 @@ typedef struct arrayport_device {
 /* Memory kind, finer than the device type where the device type cannot tell (e.g. registered host
  * memory is CUDA_HOST). Values are frozen. */
 typedef enum arrayport_memory_kind {
-  ARRAYPORT_MEMORY_HOST = 0,   /* pageable host memory */
-  ARRAYPORT_MEMORY_PINNED = 1, /* page-locked host memory, device-accessible */
-  ARRAYPORT_MEMORY_DEVICE = 2, /* device memory, not host-accessible */
-  ARRAYPORT_MEMORY_MANAGED = 3 /* unified memory, accessible from host and device */
+  ARRAYPORT_MEMORY_HOST = 0,    /* pageable host memory */
+  ARRAYPORT_MEMORY_PINNED = 1,  /* page-locked host memory, device-accessible */
+  ARRAYPORT_MEMORY_DEVICE = 2,  /* device memory, not host-accessible */
+  ARRAYPORT_MEMORY_MANAGED = 3  /* unified memory, accessible from host and device */
 } arrayport_memory_kind_t;
 
 /* Flags of a view. */
@@ -85,21 +85,20 @@ typedef struct arrayport_view {
   void* data;                  /* address of element (0,...,0); any byte offset already applied.
                                   May be NULL only when the view has zero elements. */
   const int64_t* shape;        /* ndim extents, each >= 0; NULL when ndim == 0 */
-  const int64_t* strides; /* ndim strides in ELEMENTS (DLPack convention), may be negative or 0;
-                             NULL when ndim == 0. Never NULL otherwise: producers fill C order. */
-  int32_t ndim;           /* 0 .. ARRAYPORT_MAX_NDIM */
+  const int64_t* strides;      /* ndim strides in ELEMENTS (DLPack convention), may be negative or 0;
+                                  NULL when ndim == 0. Never NULL otherwise: producers fill C order. */
+  int32_t ndim;                /* 0 .. ARRAYPORT_MAX_NDIM */
   arrayport_dtype_t dtype;
   arrayport_device_t device;
-  uint32_t memory_kind; /* an arrayport_memory_kind_t value */
-  uint32_t flags;       /* ARRAYPORT_VIEW_* bits */
-  void* owner;          /* opaque handle of the owner (a PyObject* when it came from Python),
-                           or NULL. Not a reference: the holder of the view manages it. */
-  void* stream;         /* the stream (cudaStream_t) on which the data is ready, or NULL for
-                           the legacy default stream / host memory */
+  uint32_t memory_kind;        /* an arrayport_memory_kind_t value */
+  uint32_t flags;              /* ARRAYPORT_VIEW_* bits */
+  void* owner;                 /* opaque handle of the owner (a PyObject* when it came from Python),
+                                  or NULL. Not a reference: the holder of the view manages it. */
+  void* stream;                /* the stream (cudaStream_t) on which the data is ready, or NULL for
+                                  the legacy default stream / host memory */
 } arrayport_view_t;
 
-/* Layout freeze (ARRAYPORT_C_STATIC_ASSERT is also used by dlpack.h). (LP64/LLP64 with 8-byte
- * pointers; arrayport supports no 32-bit targets). */
+/* Layout freeze (ARRAYPORT_C_STATIC_ASSERT is also used by dlpack.h). (LP64/LLP64 with 8-byte pointers; arrayport supports no 32-bit targets). */
 #if defined(__cplusplus)
 #define ARRAYPORT_C_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
 #elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
@@ -112,33 +111,20 @@ typedef struct arrayport_view {
 #endif
 
 ARRAYPORT_C_STATIC_ASSERT(sizeof(void*) == 8, "arrayport requires 64-bit pointers");
-ARRAYPORT_C_STATIC_ASSERT(sizeof(arrayport_dtype_t) == 4,
-                          "arrayport_dtype_t must match DLDataType");
-ARRAYPORT_C_STATIC_ASSERT(sizeof(arrayport_device_t) == 8,
-                          "arrayport_device_t must match DLDevice");
+ARRAYPORT_C_STATIC_ASSERT(sizeof(arrayport_dtype_t) == 4, "arrayport_dtype_t must match DLDataType");
+ARRAYPORT_C_STATIC_ASSERT(sizeof(arrayport_device_t) == 8, "arrayport_device_t must match DLDevice");
 ARRAYPORT_C_STATIC_ASSERT(sizeof(arrayport_version_t) == 8, "arrayport_version_t layout is frozen");
-ARRAYPORT_C_STATIC_ASSERT(offsetof(arrayport_view_t, version) == 0,
-                          "arrayport_view_t layout is frozen");
-ARRAYPORT_C_STATIC_ASSERT(offsetof(arrayport_view_t, data) == 8,
-                          "arrayport_view_t layout is frozen");
-ARRAYPORT_C_STATIC_ASSERT(offsetof(arrayport_view_t, shape) == 16,
-                          "arrayport_view_t layout is frozen");
-ARRAYPORT_C_STATIC_ASSERT(offsetof(arrayport_view_t, strides) == 24,
-                          "arrayport_view_t layout is frozen");
-ARRAYPORT_C_STATIC_ASSERT(offsetof(arrayport_view_t, ndim) == 32,
-                          "arrayport_view_t layout is frozen");
-ARRAYPORT_C_STATIC_ASSERT(offsetof(arrayport_view_t, dtype) == 36,
-                          "arrayport_view_t layout is frozen");
-ARRAYPORT_C_STATIC_ASSERT(offsetof(arrayport_view_t, device) == 40,
-                          "arrayport_view_t layout is frozen");
-ARRAYPORT_C_STATIC_ASSERT(offsetof(arrayport_view_t, memory_kind) == 48,
-                          "arrayport_view_t layout is frozen");
-ARRAYPORT_C_STATIC_ASSERT(offsetof(arrayport_view_t, flags) == 52,
-                          "arrayport_view_t layout is frozen");
-ARRAYPORT_C_STATIC_ASSERT(offsetof(arrayport_view_t, owner) == 56,
-                          "arrayport_view_t layout is frozen");
-ARRAYPORT_C_STATIC_ASSERT(offsetof(arrayport_view_t, stream) == 64,
-                          "arrayport_view_t layout is frozen");
+ARRAYPORT_C_STATIC_ASSERT(offsetof(arrayport_view_t, version) == 0, "arrayport_view_t layout is frozen");
+ARRAYPORT_C_STATIC_ASSERT(offsetof(arrayport_view_t, data) == 8, "arrayport_view_t layout is frozen");
+ARRAYPORT_C_STATIC_ASSERT(offsetof(arrayport_view_t, shape) == 16, "arrayport_view_t layout is frozen");
+ARRAYPORT_C_STATIC_ASSERT(offsetof(arrayport_view_t, strides) == 24, "arrayport_view_t layout is frozen");
+ARRAYPORT_C_STATIC_ASSERT(offsetof(arrayport_view_t, ndim) == 32, "arrayport_view_t layout is frozen");
+ARRAYPORT_C_STATIC_ASSERT(offsetof(arrayport_view_t, dtype) == 36, "arrayport_view_t layout is frozen");
+ARRAYPORT_C_STATIC_ASSERT(offsetof(arrayport_view_t, device) == 40, "arrayport_view_t layout is frozen");
+ARRAYPORT_C_STATIC_ASSERT(offsetof(arrayport_view_t, memory_kind) == 48, "arrayport_view_t layout is frozen");
+ARRAYPORT_C_STATIC_ASSERT(offsetof(arrayport_view_t, flags) == 52, "arrayport_view_t layout is frozen");
+ARRAYPORT_C_STATIC_ASSERT(offsetof(arrayport_view_t, owner) == 56, "arrayport_view_t layout is frozen");
+ARRAYPORT_C_STATIC_ASSERT(offsetof(arrayport_view_t, stream) == 64, "arrayport_view_t layout is frozen");
 ARRAYPORT_C_STATIC_ASSERT(sizeof(arrayport_view_t) == 72, "arrayport_view_t layout is frozen");
 
 #ifdef __cplusplus
