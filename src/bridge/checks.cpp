@@ -124,15 +124,10 @@ stream_handle consumer_stream(const python::acquire_options& o) noexcept {
 void fill_view(arrayport_view_t& v, void* data, int ndim, std::int64_t* extents,
                arrayport_dtype_t dtype, memory_kind kind, int device, bool readonly,
                PyObject* owner) noexcept {
-  v.data = data;
-  v.ndim = ndim;
-  v.shape = extents;
-  v.strides = extents + ndim;
-  v.dtype = dtype;
-  v.memory_kind = static_cast<std::uint32_t>(kind);
-  v.device = dlpack_device(kind, device);
-  v.flags = readonly ? ARRAYPORT_VIEW_READONLY : 0u;
-  v.owner = owner;
+  c_view_place place{static_cast<std::uint32_t>(kind), dlpack_device(kind, device)};
+  place.flags = readonly ? ARRAYPORT_VIEW_READONLY : 0u;
+  place.owner = owner;
+  v = make_c_view(data, dtype, extents, extents + ndim, ndim, place);
 }
 
 }  // namespace arrayport::bridge

@@ -23,6 +23,7 @@
 
 #include <arrayport/python/api.hpp>
 
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -148,6 +149,12 @@ std::uint32_t borrow_with(PyObject* obj, const python::constraints& c,
              : 0;
 }
 
+std::string hex(std::uint32_t bits) {
+  char text[9];
+  std::snprintf(text, sizeof text, "%x", bits);
+  return text;
+}
+
 }  // namespace
 
 void acquire(held& a, PyObject* obj, const python::constraints& c,
@@ -176,6 +183,18 @@ void read_request(const arrayport_acquire_request_t* request, python::constraint
   arrayport_acquire_request_t r{};
   std::memcpy(&r, request, request->size < known ? request->size : known);
   const std::uint32_t f = r.flags;
+  // A bit this _core does not know is a constraint or option it would silently not apply.
+  constexpr std::uint32_t known_flags = ARRAYPORT_ACQUIRE_WRITABLE | ARRAYPORT_ACQUIRE_HOST |
+                                        ARRAYPORT_ACQUIRE_DEVICE | ARRAYPORT_ACQUIRE_C_ORDER |
+                                        ARRAYPORT_ACQUIRE_F_ORDER;
+  constexpr std::uint32_t known_options = ARRAYPORT_REQUEST_STREAM | ARRAYPORT_REQUEST_NO_SYNC |
+                                          ARRAYPORT_REQUEST_CALL_SCOPED |
+                                          ARRAYPORT_REQUEST_READS_ONLY | ARRAYPORT_REQUEST_BORROW;
+  if ((f & ~known_flags) || (r.options & ~known_options))
+    throw value_error("acquire_view: the request has flags 0x" + hex(f & ~known_flags) +
+                      " and options 0x" + hex(r.options & ~known_options) +
+                      " that this arrayport._core does not know: expected the installed "
+                      "arrayport to be as new as the extension");
   if ((f & ARRAYPORT_ACQUIRE_HOST) && (f & ARRAYPORT_ACQUIRE_DEVICE))
     throw value_error("acquire_view: flags ask for both host-only and device-only reach");
   if ((f & ARRAYPORT_ACQUIRE_C_ORDER) && (f & ARRAYPORT_ACQUIRE_F_ORDER))
@@ -232,6 +251,9 @@ int acquire_view(PyObject* obj, const arrayport_acquire_request_t* request,
   try {
     if (!obj) throw value_error(std::string(c.name) + ": expected an array, got NULL");
     const type_entry type = lookup_type(Py_TYPE(obj));
+    // Fields a borrowed view leaves alone (version, stream) read as a fresh view's.
+    out->view = make_c_view(nullptr, {}, nullptr, nullptr, 0, {});
+    out->reserved = 0;
     if (o.borrow) {
       if (const std::uint32_t p = borrow_with(obj, c, o, type, out->view, out->extents)) {
         out->handle = nullptr;

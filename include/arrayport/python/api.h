@@ -59,7 +59,8 @@ typedef struct arrayport_acquire_request {
 typedef struct arrayport_acquired {
   arrayport_view_t view;
   /* Pass to release() (GIL held) when done. NULL: nothing is held (a borrowed view, with
-   * ARRAYPORT_REQUEST_BORROW), valid while the caller holds obj. */
+   * ARRAYPORT_REQUEST_BORROW), valid while the caller holds obj. A borrowed CuPy or JAX view
+   * says device memory without asking CUDA (JAX's: device 0); ask the runtime where it matters. */
   void* handle;
   uint32_t protocol; /* the ARRAYPORT_PROTOCOL_* bit the view came through */
   uint32_t reserved;

@@ -604,6 +604,35 @@ def test_c_api_1_2_refuses_requests_it_cannot_read():
         _acquire_view(np.arange(3.0), flags=0x2 | 0x4)
 
 
+@pytest.mark.parametrize("bit", range(5, 32))
+def test_c_api_1_2_refuses_flags_and_options_it_does_not_know(bit):
+    # A newer extension's constraint bit that this _core would not apply is refused, not dropped.
+    with pytest.raises(ValueError, match=rf"flags 0x{1 << bit:x} and options 0x0 that this"):
+        _acquire_view(np.arange(3.0), flags=1 << bit)
+    with pytest.raises(ValueError, match=rf"flags 0x0 and options 0x{1 << bit:x} that this"):
+        _acquire_view(np.arange(3.0), options=1 << bit)
+
+
+@pytest.mark.parametrize("obj", [memoryview(b"abcd"), np.arange(3.0)[::2]])
+def test_c_api_1_2_fills_every_field_of_the_view(obj):
+    # The caller's out may hold anything: the version and the stream come back written.
+    import ctypes
+
+    Request, Acquired = _request_type()
+    table = _c_api()
+    raw = ctypes.create_string_buffer(bytes(Request(size=ctypes.sizeof(Request), ndim=-1)))
+    out = Acquired()
+    ctypes.memset(ctypes.addressof(out), 0xAB, ctypes.sizeof(out))
+    assert table.acquire_view(obj, ctypes.addressof(raw), ctypes.addressof(out)) == 0
+    try:
+        view = bytes(out.view)
+        major, minor = int.from_bytes(view[0:4], "little"), int.from_bytes(view[4:8], "little")
+        assert (major, minor) == (1, 0)  # ARRAYPORT_C_ABI_VERSION of c/view.h
+        assert b"\xab" * 8 not in view  # no field left as the caller's bytes
+    finally:
+        table.release(out.handle)
+
+
 def test_c_api_1_2_refusals_name_the_argument():
     with pytest.raises(BufferError, match="^x: expected a writable array"):
         _acquire_view(b"abc", name=b"x", flags=0x1)
