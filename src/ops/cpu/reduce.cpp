@@ -270,6 +270,13 @@ inline std::int64_t out_offset(const reduce_call& c, int k, std::int64_t o) {
   return off;
 }
 
+// base + off as an address: an empty input may have no data (NULL) while its outputs still
+// have offsets, and pointer arithmetic on NULL is undefined even when nothing is read.
+inline const char* offset_of(const char* base, std::int64_t off) noexcept {
+  return reinterpret_cast<const char*>(reinterpret_cast<std::uintptr_t>(base) +
+                                       static_cast<std::uintptr_t>(off));
+}
+
 template <reduce_op Op, type_id T>
 void run(const reduce_call& c) {
   using Acc = acc_t<Op, T>;
@@ -281,9 +288,9 @@ void run(const reduce_call& c) {
 
   // The accumulation of output o over reduced elements [lo, lo + n).
   auto partial = [&](std::int64_t o, std::int64_t lo, std::int64_t n) -> Acc {
-    const char* p0 = c.in[0] + out_offset(c, 0, o);
+    const char* p0 = offset_of(c.in[0], out_offset(c, 0, o));
     if constexpr (Op == reduce_op::dot) {
-      const char* p1 = c.in[1] + out_offset(c, 1, o);
+      const char* p1 = offset_of(c.in[1], out_offset(c, 1, o));
       auto product = [&](const char* a, const char* b) -> Acc {
         return convert<Acc>(
             multiply_fn{}(load_any<In>(a, c.in_types[0]), load_any<In>(b, c.in_types[1])));

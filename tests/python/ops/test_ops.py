@@ -10,6 +10,7 @@ another blocking); float16 1e-3 (one rounding of a float32 result, as NumPy does
 from __future__ import annotations
 
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -1135,3 +1136,19 @@ def test_a_host_array_of_one_element_with_a_gpu_array_is_still_refused():
     x = ap.copy(np.ones(4, np.float32), memory="device")
     with pytest.raises(ValueError, match="pageable host memory, which the GPU cannot read"):
         ops.add(x, np.ones(1, np.float32))
+
+
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "int32", "int64", "float16", "bfloat16",
+                                   "float32", "float64", "complex64", "complex128"])
+@pytest.mark.parametrize("name", ["sum", "mean"])
+@pytest.mark.parametrize("key", [np.s_[::-1], np.s_[::2], np.s_[:]])
+def test_reducing_an_empty_axis_of_a_view_without_data(name, dtype, key):
+    # An empty Array has no data pointer while its rows still have offsets (a reversed view's
+    # are negative): found by UBSan under the property sweep, pointer arithmetic on NULL.
+    a = ap.zeros((3, 0), dtype)[key]
+    got = getattr(ops, name)(a, axis=1)
+    ref_dtype = "float32" if dtype == "bfloat16" else dtype
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's "mean of empty slice"
+        want = getattr(np, name)(np.zeros((3, 0), ref_dtype)[key], axis=1)
+    np.testing.assert_array_equal(to_numpy(got), want.astype(to_numpy(got).dtype))
