@@ -40,8 +40,15 @@ class TorchWork:
         return bool((a == v).all().item())
 
 
+def cupy_stream(cupy, s):
+    """CuPy's stream for arrayport stream `s`, through the CUDA stream protocol (__cuda_stream__)
+    where CuPy takes it (Stream.from_external), ExternalStream, deprecated since, before."""
+    from_external = getattr(cupy.cuda.Stream, "from_external", None)
+    return from_external(s) if from_external is not None else cupy.cuda.ExternalStream(s.handle)
+
+
 class CupyWork:
-    """Enqueues CuPy work on an arrayport stream (through cupy.cuda.ExternalStream)."""
+    """Enqueues CuPy work on an arrayport stream (through cupy_stream)."""
 
     SPIN = r"""extern "C" __global__ void spin(long long cycles) {
         long long start = clock64();
@@ -57,7 +64,7 @@ class CupyWork:
         self.cupy.cuda.Device().synchronize()
 
     def on(self, s):
-        return self.cupy.cuda.ExternalStream(s.handle)  # the tests run on the current device
+        return cupy_stream(self.cupy, s)
 
     def spin(self, ms):
         self.kernel((1,), (1,), (self.cupy.int64(spin_cycles(ms)),))

@@ -10,7 +10,7 @@ import arrayport as ap
 from arrayport import cuda
 
 from conftest import needs_cupy, needs_gpu, needs_torch
-from gpu_work import CupyWork
+from gpu_work import CupyWork, cupy_stream
 
 REPS = 20
 N = 1 << 20
@@ -36,7 +36,7 @@ def written_behind_work(cupy, memory):
     a = ap.zeros(N, "float32", memory=memory, stream=s)
     s.synchronize()
     c = cupy.asarray(a)  # the same memory, written through CuPy on s
-    with cupy.cuda.ExternalStream(s.handle):
+    with cupy_stream(cupy, s):
         cupy.spin(SPIN_MS)
         c.fill(1.0)
     return a, s

@@ -1105,9 +1105,9 @@ HOST_ZERO_D = [
 @needs_gpu
 @pytest.mark.parametrize("kind", [k for k, _ in HOST_ZERO_D])
 @pytest.mark.parametrize(("x_dtype", "s_dtype", "value"), [
-    ("float16", "float32", 0.5), ("float32", "float64", -1.25), ("int32", "int8", -3),
+    ("float16", "float32", 0.5), ("float32", "float64", -1.25), ("int32", "int64", -3),
     ("uint8", "int64", 7), ("float32", "bool", True), ("complex64", "complex128", 1 - 2j),
-    ("int64", "uint64", 2**63 + 5)])
+    ("uint8", "int32", 300), ("int64", "int32", -(2**31))])
 def test_a_0d_host_operand_goes_by_value_to_a_gpu_op(kind, x_dtype, s_dtype, value):
     # As PyTorch takes a 0-d CPU tensor with CUDA ones: the element travels by value, and its
     # dtype promotes strongly (NEP 50), exactly as NumPy computes it on the host.
@@ -1136,6 +1136,9 @@ def test_a_host_array_of_one_element_with_a_gpu_array_is_still_refused():
     x = ap.copy(np.ones(4, np.float32), memory="device")
     with pytest.raises(ValueError, match="pageable host memory, which the GPU cannot read"):
         ops.add(x, np.ones(1, np.float32))
+    # A 0-d operand of a dtype ops do not compute in is refused as on the host, naming it.
+    with pytest.raises(TypeError, match="add: argument 'x2' has dtype int8, expected one of"):
+        ops.add(x, np.int8(1))
 
 
 @pytest.mark.parametrize("dtype", ["bool", "uint8", "int32", "int64", "float16", "bfloat16",

@@ -76,6 +76,8 @@ def summary(result: Any) -> Any:
         return ("Stream", result.device, result.owned, result.handle if not result.owned else None)
     if isinstance(result, cuda.Device):
         return ("Device", result.index)
+    if isinstance(result, np.ndarray):  # ops with device= return NumPy for host operands
+        return ("ndarray", result.shape, str(result.dtype), result.tolist())
     return result
 
 
