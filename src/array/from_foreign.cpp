@@ -215,7 +215,10 @@ nb::object view(nb::handle obj, nb::handle stream, nb::handle sync, nb::handle p
   const stream_handle s = parse_stream(stream, "view");
   const bool synced = bool_arg(sync.ptr(), "view", "sync");
   const std::uint32_t protocols = parse_protocol(protocol);
-  if (is_array(obj.ptr()) && protocol.is_none()) return nb::borrow(obj);
+  if (is_array(obj.ptr()) && protocol.is_none()) {
+    if (synced) bridge::order_array_stream(as_array(obj.ptr())->view, s);
+    return nb::borrow(obj);
+  }
   return array_holding(acquire_for_python(obj, s, synced, protocols, false));
 }
 

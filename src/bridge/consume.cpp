@@ -22,6 +22,7 @@
 #include "common/errors.hpp"
 
 #include <arrayport/python/api.hpp>
+#include <arrayport/runtime/stream.hpp>
 
 #include <cstdio>
 #include <cstring>
@@ -127,6 +128,7 @@ void acquire_with(held& a, PyObject* obj, const python::constraints& c,
   }
   if (a.protocol != protocol_array) check_geometry(c, obj, a.view);
   check_constraints(c, obj, a.view);
+  if (a.protocol == protocol_array && o.sync) order_array_stream(a.view, consumer_stream(o));
 }
 
 // A typed call-scoped parameter's view with nothing held (CuPy from its struct, a ready JAX
@@ -156,6 +158,12 @@ std::string hex(std::uint32_t bits) {
 }
 
 }  // namespace
+
+void order_array_stream(const arrayport_view_t& v, stream_handle consumer) {
+  const auto kind = static_cast<memory_kind>(v.memory_kind);
+  if (kind == memory_kind::host || v.stream == consumer) return;  // no GPU writer, or the same
+  runtime::order_streams(v.stream, is_gpu_resident(kind) ? v.device.device_id : -1, consumer, -1);
+}
 
 void acquire(held& a, PyObject* obj, const python::constraints& c,
              const python::acquire_options& o) {
@@ -314,6 +322,33 @@ int acquire_for_c(PyObject* obj, const char* name, std::uint32_t flags, arraypor
   return 0;
 }
 
+// The 1.3 entry: borrow_with for a typed parameter, with no request to read and check.
+int borrow_typed(PyObject* obj, arrayport_dtype_t dtype, std::int32_t ndim, std::uint32_t flags,
+                 arrayport_view_t* view, std::int64_t* extents) noexcept {
+  if (!obj || !view || !extents || ndim < 0 || ndim > 8 ||
+      (flags & ~(ARRAYPORT_ACQUIRE_WRITABLE | ARRAYPORT_ACQUIRE_HOST | ARRAYPORT_ACQUIRE_DEVICE)) ||
+      (flags & ARRAYPORT_ACQUIRE_HOST && flags & ARRAYPORT_ACQUIRE_DEVICE))
+    return 0;
+  const arrayport::dtype dt = arrayport::dtype::from_c(dtype);
+  python::constraints c;
+  c.dtypes = &dt;
+  c.n_dtypes = 1;
+  c.ndim = ndim;
+  c.writable = (flags & ARRAYPORT_ACQUIRE_WRITABLE) != 0;
+  c.where = (flags & ARRAYPORT_ACQUIRE_HOST)     ? python::reach::host
+            : (flags & ARRAYPORT_ACQUIRE_DEVICE) ? python::reach::device
+                                                 : python::reach::any;
+  python::acquire_options o;
+  o.call_scoped = o.borrow = true;
+  o.reads_only = !c.writable;
+  try {
+    return borrow_with(obj, c, o, lookup_type(Py_TYPE(obj)), *view, extents) != 0;
+  } catch (...) {  // describing a new type failed: acquire_view asks again and reports it
+    PyErr_Clear();
+    return 0;
+  }
+}
+
 void release_for_c(void* handle) noexcept { free_held(static_cast<held*>(handle)); }
 
 int traverse_for_c(void* handle, visitproc visit, void* arg) {
@@ -328,6 +363,7 @@ void fill_api(arrayport_python_api_t& api) noexcept {
   api.acquire_view = acquire_view;
   api.traverse = traverse_for_c;
   api.numpy_array_type = &numpy_exact_type();
+  api.borrow_typed = borrow_typed;
 }
 
 }  // namespace arrayport::bridge

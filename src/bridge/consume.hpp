@@ -20,6 +20,10 @@ namespace arrayport::bridge {
 void acquire(held& a, PyObject* obj, const python::constraints& c,
              const python::acquire_options& o);
 
+/// An Array's data is ready on its own stream (view.stream): makes `consumer` wait for it there,
+/// as for the device protocols' producers (an event, no host wait). Nothing for pageable memory.
+void order_array_stream(const arrayport_view_t& v, stream_handle consumer);
+
 /// The request (python/api.h) as constraints and options (the dtypes are the request's, seen as
 /// arrayport::dtype: one layout). Throws value_error for a request this build cannot read.
 void read_request(const arrayport_acquire_request_t* request, python::constraints& c,

@@ -188,6 +188,11 @@ struct acquire_access {
       return false;
     }
     if (!meets(c, v)) return false;
+    // An Array in GPU-reachable memory ready on another stream than the consumer's: the engine
+    // makes the consumer's stream wait for it.
+    if (o.sync && v.memory_kind != static_cast<std::uint32_t>(memory_kind::host) &&
+        v.stream != (o.stream_given ? o.stream : current_stream()))
+      return false;
     Py_INCREF(obj);
     a.m_ref = obj;
     a.m_active = true;

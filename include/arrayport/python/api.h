@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 #define ARRAYPORT_PYTHON_API_MAJOR 1
-#define ARRAYPORT_PYTHON_API_MINOR 2
+#define ARRAYPORT_PYTHON_API_MINOR 3
 #define ARRAYPORT_PYTHON_API_CAPSULE "arrayport._core._C_API"
 
 /* The exchange protocols, as bits (arrayport_acquire_request_t.protocols; the protocol used). */
@@ -123,6 +123,16 @@ typedef struct arrayport_python_api {
   /* Where arrayport._core keeps numpy.ndarray once it has met one (NULL until then): exact
    * ndarrays may be read inline from their struct (arrayport/python/numpy.hpp). */
   PyTypeObject* const* numpy_array_type;
+
+  /* ---- since 1.3: read only when abi_minor >= 3 ---- */
+
+  /* A typed call-scoped parameter's view with nothing held, as acquire_view gives it with
+   * ARRAYPORT_REQUEST_BORROW, asked without a request: exactly `dtype`, rank `ndim` (0 to 8),
+   * ARRAYPORT_ACQUIRE_WRITABLE / _HOST / _DEVICE `flags`, the current stream as the consumer's.
+   * 1 with `*view` filled (shape and strides in extents[0, 2 * ndim)); 0, no error set, where
+   * acquire_view must decide (another producer, a stream to order, any violation). */
+  int (*borrow_typed)(PyObject* obj, arrayport_dtype_t dtype, int32_t ndim, uint32_t flags,
+                      arrayport_view_t* view, int64_t* extents);
 } arrayport_python_api_t;
 
 /* acquire() flags. */

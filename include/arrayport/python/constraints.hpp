@@ -89,7 +89,7 @@ struct acquire_options {
 template <class T, std::size_t Rank, class Space>
 struct typed_constraints {
   static constexpr arrayport::dtype dtype = dtype_of<std::remove_cv_t<T>>;
-  static constraints make(const char* name) noexcept {
+  static constexpr constraints make(const char* name) noexcept {
     constraints c;
     c.name = name;
     c.dtypes = &dtype;

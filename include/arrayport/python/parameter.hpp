@@ -18,8 +18,9 @@ namespace detail {
 // The typed parameters' inline fast path. A function argument (call-scoped: the caller holds the
 // object until the call returns) that is an exact arrayport.Array or numpy.ndarray (public ABIs)
 // and meets every constraint of view<T, Rank, Space> becomes the view with no holder, no
-// reference and no call into arrayport._core. Anything else returns false: the engine decides
-// (CuPy, JAX and exchange-API producers borrowed there), with its messages.
+// reference and no call into arrayport._core. CuPy, JAX and exchange-API producers are borrowed
+// by the engine's borrow_typed (C API 1.3). Anything else returns false: acquire() decides,
+// with its messages.
 template <class T, std::size_t Rank, class Space>
 inline bool typed_view_fast(PyObject* obj, arrayport::view<T, Rank, Space>& out) noexcept {
   using index_type = typename arrayport::view<T, Rank, Space>::index_type;
@@ -38,6 +39,10 @@ inline bool typed_view_fast(PyObject* obj, arrayport::view<T, Rank, Space>& out)
         !Space::accepts(static_cast<memory_kind>(v.memory_kind)) ||
         (writes && (v.flags & ARRAYPORT_VIEW_READONLY)))
       return false;
+    // Ready on another stream than the current one: the engine orders the two.
+    if (v.memory_kind != static_cast<std::uint32_t>(memory_kind::host) &&
+        v.stream != current_stream())
+      return false;
     for (std::size_t r = 0; r != Rank; ++r) {
       shape[r] = v.shape[r];
       strides[r] = v.strides[r];
@@ -45,9 +50,25 @@ inline bool typed_view_fast(PyObject* obj, arrayport::view<T, Rank, Space>& out)
     out = arrayport::view<T, Rank, Space>(static_cast<T*>(v.data), shape, strides);
     return true;
   }
-  if (api->abi_minor < 2 || type != *api->numpy_array_type || !type ||
-      !Space::accepts(memory_kind::host))
-    return false;
+  if (api->abi_minor < 2 || type != *api->numpy_array_type || !type) {
+    if (api->abi_minor < 3 || !api->borrow_typed) return false;
+    constexpr constraints c = typed_constraints<T, Rank, Space>::make("array");
+    constexpr std::uint32_t flags = (writes ? ARRAYPORT_ACQUIRE_WRITABLE : 0u) |
+                                    (c.where == reach::host ? ARRAYPORT_ACQUIRE_HOST : 0u) |
+                                    (c.where == reach::device ? ARRAYPORT_ACQUIRE_DEVICE : 0u);
+    arrayport_view_t v;
+    std::int64_t ext[2 * n];
+    if (Rank > 8 || api->borrow_typed(obj, expected.to_c(), static_cast<std::int32_t>(Rank), flags,
+                                      &v, ext) != 1)
+      return false;
+    for (std::size_t r = 0; r != Rank; ++r) {
+      shape[r] = ext[r];
+      strides[r] = ext[Rank + r];
+    }
+    out = arrayport::view<T, Rank, Space>(static_cast<T*>(v.data), shape, strides);
+    return true;
+  }
+  if (!Space::accepts(memory_kind::host)) return false;
   // The fields the engine reads, with the checks it makes of them (geometry, constraints).
   const auto* a = reinterpret_cast<const numpy::array_fields*>(obj);
   arrayport::dtype dt;

@@ -12,7 +12,8 @@ import pytest
 
 import arrayport as ap
 from arrayport import _core
-from dlpack_ctypes import DLPackOnly, FakeJax, Producer, fake_jax_address, fake_jax_type
+from dlpack_ctypes import (DLDataType, DLPackOnly, FakeJax, Producer, exchange_type, fake_jax_address,
+                           fake_jax_type)
 
 DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
           "float16", "float32", "float64", "complex64", "complex128"]
@@ -511,7 +512,11 @@ def _c_api():
                     # since 1.2
                     ("acquire_view", ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object,
                                                        ctypes.c_void_p, ctypes.c_void_p)),
-                    ("traverse", ctypes.c_void_p), ("numpy_array_type", ctypes.c_void_p)]
+                    ("traverse", ctypes.c_void_p), ("numpy_array_type", ctypes.c_void_p),
+                    # since 1.3
+                    ("borrow_typed", ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, DLDataType,
+                                                       ctypes.c_int32, ctypes.c_uint32,
+                                                       ctypes.c_void_p, ctypes.c_void_p))]
 
     api = ctypes.pythonapi
     api.PyCapsule_GetPointer.restype = ctypes.c_void_p
@@ -587,7 +592,7 @@ def _acquire_view(obj, size=None, tail=b"", **fields):
 
 def test_c_api_1_2_acquire_view_takes_a_versioned_request():
     table = _c_api()
-    assert (table.abi_major, table.abi_minor) == (1, 2)
+    assert (table.abi_major, table.abi_minor) == (1, 3)
     assert _acquire_view(np.arange(3.0)) == (0, 0x04)  # the buffer protocol (NumPy's struct)
     assert _acquire_view(ap.zeros((2,), "float32", memory="host")) == (0, 0x01)
     assert _acquire_view(memoryview(b"ab"), name=b"m")[0] == 0
@@ -595,10 +600,40 @@ def test_c_api_1_2_acquire_view_takes_a_versioned_request():
     assert _acquire_view(np.arange(3.0), tail=bytes(16)) == (0, 0x04)
 
 
+def test_c_api_1_3_borrow_typed_borrows_only_what_it_can_decide_alone():
+    import ctypes
+
+    table = _c_api()
+    view = ctypes.create_string_buffer(72)
+    ext = (ctypes.c_int64 * 16)()
+
+    def borrow(obj, dtype=(2, 64, 1), ndim=1, flags=0):
+        return table.borrow_typed(obj, DLDataType(*dtype), ndim, flags, ctypes.addressof(view),
+                                  ctypes.addressof(ext))
+
+    x = exchange_type()(values=(1.0, 2.0, 3.0, 4.0, 5.0, 6.0), shape=(2, 3))
+    p = x.p
+    assert borrow(x, ndim=2, flags=1) == 1  # writable, anywhere: the non-owning tensor, held by none
+    assert ctypes.c_void_p.from_buffer(view, 8).value == p.data and list(ext[:4]) == [2, 3, 3, 1]
+    assert ctypes.c_int32.from_buffer(view, 32).value == 2                # ndim
+    assert ctypes.c_void_p.from_buffer(view, 56).value == id(x)           # owner, not held
+    assert p.exported == 0 and p.deletions[0] == 0
+    # Anything else is left to acquire_view, with no error set: another dtype or rank, flags it
+    # does not know or that contradict, host-only reach where the producer says host (it is), a
+    # producer it does not borrow from (NumPy, an Array), a rank past 8.
+    assert borrow(x, ndim=2, flags=2) == 1
+    for obj, dtype, ndim, flags in [(x, (2, 32, 1), 2, 0), (x, (2, 64, 1), 1, 0), (x, (2, 64, 1), 2, 0x8),
+                                    (x, (2, 64, 1), 2, 0x6), (x, (2, 64, 1), 2, 0x4),
+                                    (np.zeros((2, 3)), (2, 64, 1), 2, 0),
+                                    (ap.zeros((2, 3), "float64"), (2, 64, 1), 2, 0),
+                                    (x, (2, 64, 1), 9, 0), (x, (2, 64, 1), -1, 0), (3, (2, 64, 1), 0, 0)]:
+        assert borrow(obj, dtype, ndim, flags) == 0, (obj, dtype, ndim, flags)
+
+
 def test_c_api_1_2_refuses_requests_it_cannot_read():
     with pytest.raises(ValueError, match=r"expected a request of at least 56 bytes, got 8 bytes"):
         _acquire_view(np.arange(3.0), size=8)
-    with pytest.raises(ValueError, match=r"asks for options this arrayport._core \(C API 1.2, 56 bytes\)"):
+    with pytest.raises(ValueError, match=r"asks for options this arrayport._core \(C API 1.3, 56 bytes\)"):
         _acquire_view(np.arange(3.0), tail=b"\0\0\0\1")
     with pytest.raises(ValueError, match="both host-only and device-only"):
         _acquire_view(np.arange(3.0), flags=0x2 | 0x4)

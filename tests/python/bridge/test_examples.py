@@ -4,6 +4,8 @@ machine, CuPy and PyTorch arrays. The one kernel scales x in place by f."""
 
 from __future__ import annotations
 
+import contextlib
+
 import importlib
 import sys
 
@@ -144,11 +146,13 @@ def test_the_kernel_runs_on_the_stream_python_made_current(scale):
 
 @needs_gpu
 @needs_torch
-@pytest.mark.parametrize("producer", [pytest.param("cupy", marks=needs_cupy), "torch"])
+@pytest.mark.parametrize("producer", [pytest.param("cupy", marks=needs_cupy), "torch",
+                                      "arrayport-device", "arrayport-managed"])
 def test_the_kernel_waits_for_the_producers_current_stream(scale, producer):
-    # The producer fills the array on its current stream A, behind ~100 ms of other work; the
-    # kernel runs on arrayport's stream B. The typed parameter orders A before B (an event, no
-    # host wait): without that the kernel would scale zeros and the fill would land afterwards.
+    # The producer fills the array on its stream A (CuPy's and PyTorch's current one, an Array's
+    # own), behind ~100 ms of other work; the kernel runs on arrayport's stream B. The typed
+    # parameter orders A before B (an event, no host wait): without that the kernel would scale
+    # zeros and the fill would land afterwards.
     _, f = scale
     import torch
     n = 1 << 20
@@ -157,23 +161,28 @@ def test_the_kernel_waits_for_the_producers_current_stream(scale, producer):
         x = cupy.zeros(n, dtype=cupy.float32)
         a = cupy.cuda.Stream(non_blocking=True)
         a_handle, make_current, done = a.ptr, a, lambda: a.done
-        read = lambda: cupy.asnumpy(x)  # noqa: E731
-    else:
+        read, fill = (lambda: cupy.asnumpy(x)), x.fill  # noqa: E731
+    elif producer == "torch":
         x = torch.zeros(n, device="cuda")
         a = torch.cuda.Stream()
         a_handle, make_current, done = a.cuda_stream, torch.cuda.stream(a), a.query
-        read = lambda: x.cpu().numpy()  # noqa: E731
+        read, fill = (lambda: x.cpu().numpy()), x.fill_  # noqa: E731
+    else:
+        a = ap.cuda.Stream()
+        x = ap.zeros(n, "float32", memory=producer.split("-")[1], stream=a)
+        a_handle, make_current, done = a.handle, contextlib.nullcontext(), a.query
+        read, fill = x.get, x.fill  # the fill is enqueued on the Array's stream, A
     # Warm-up outside the timed part: CuPy loads its fill kernel on first use (150-220 ms in a fresh
     # process on an H100), outlasting the ~100 ms sleep when this is the process's first CuPy test.
     # A fill of 0 is a memset and loads nothing.
-    x.fill(1.0) if producer == "cupy" else x.fill_(1.0)
+    fill(1.0)
     f(x, 1.0)
     torch.cuda.synchronize()
     b = ap.cuda.Stream()
     with make_current:
         with torch.cuda.stream(torch.cuda.ExternalStream(a_handle, device="cuda:0")):
             torch.cuda._sleep(200_000_000)
-        x.fill(2.0) if producer == "cupy" else x.fill_(2.0)
+        fill(2.0)
         with b:
             f(x, 3.0)
     assert done() is False, "the call must not have waited for the producer's stream"
