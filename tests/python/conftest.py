@@ -21,6 +21,10 @@ from gpu_work import CupyWork, TorchWork
 REPO = Path(__file__).resolve().parents[2]
 
 HAS_GPU = bool(arrayport.runtime_info()["cuda_available"])
+
+# Repetitions of each stream-ordering check: 20 (a stale read shows in most of them); fewer only
+# under compute-sanitizer, which serialises kernels and makes each repetition take seconds.
+STREAM_REPS = int(os.environ.get("ARRAYPORT_TEST_STREAM_REPS", "20"))
 needs_gpu = pytest.mark.skipif(not HAS_GPU, reason=f"needs a CUDA device: {arrayport.runtime_info()['reason']}")
 
 # A library marker (declared in pyproject.toml, for --strict-markers) skips, as pytest.importorskip

@@ -9,10 +9,10 @@ import pytest
 import arrayport as ap
 from arrayport import cuda
 
-from conftest import needs_cupy, needs_gpu, needs_torch
+from conftest import STREAM_REPS, needs_cupy, needs_gpu, needs_torch
 from gpu_work import CupyWork, cupy_stream
 
-REPS = 20
+REPS = STREAM_REPS
 N = 1 << 20
 SPIN_MS = 20
 

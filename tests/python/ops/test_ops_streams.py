@@ -19,13 +19,13 @@ import pytest
 
 import arrayport as ap
 from arrayport import cuda, ops
-from conftest import needs_gpu
+from conftest import STREAM_REPS, needs_gpu
 from gpu_work import TorchWork
 
 pytestmark = needs_gpu
 
 N = 1 << 18  # float32 sums of N equal small integers stay exact
-REPS = 20
+REPS = STREAM_REPS
 SPIN_MS = 20
 
 
