@@ -471,12 +471,12 @@ struct c_view_place {
   void* owner = nullptr;
 };
 
-/// A C view of the current ABI version: `shape` and `strides` (in elements) are the caller's and
-/// must outlive it. The one place a view's fields are filled.
-inline arrayport_view_t make_c_view(void* data, arrayport_dtype_t dtype, const std::int64_t* shape,
-                                    const std::int64_t* strides, int ndim,
-                                    const c_view_place& place) noexcept {
-  arrayport_view_t v{};
+/// Fills `v` as a C view of the current ABI version: `shape` and `strides` (in elements) are the
+/// caller's and must outlive it. The one place a view's fields are filled. Field by field: a view
+/// returned by value went through the stack in halves that stalled store forwarding (~20 ns).
+inline void fill_c_view(arrayport_view_t& v, void* data, arrayport_dtype_t dtype,
+                        const std::int64_t* shape, const std::int64_t* strides, int ndim,
+                        const c_view_place& place) noexcept {
   v.version = {ARRAYPORT_C_ABI_VERSION_MAJOR, ARRAYPORT_C_ABI_VERSION_MINOR};
   v.data = data;
   v.shape = shape;
@@ -488,7 +488,6 @@ inline arrayport_view_t make_c_view(void* data, arrayport_dtype_t dtype, const s
   v.flags = place.flags;
   v.owner = place.owner;
   v.stream = place.stream;
-  return v;
 }
 
 }  // namespace arrayport

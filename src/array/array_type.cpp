@@ -41,7 +41,7 @@ array_object* alloc_array(int ndim, void* data, arrayport_dtype_t dt, c_view_pla
     a->extents = a->inline_extents;
   }
   place.owner = a;
-  a->view = make_c_view(data, dt, a->extents, a->extents + ndim, ndim, place);
+  fill_c_view(a->view, data, dt, a->extents, a->extents + ndim, ndim, place);
   return a;
 }
 

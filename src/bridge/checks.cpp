@@ -127,7 +127,7 @@ void fill_view(arrayport_view_t& v, void* data, int ndim, std::int64_t* extents,
   c_view_place place{static_cast<std::uint32_t>(kind), dlpack_device(kind, device)};
   place.flags = readonly ? ARRAYPORT_VIEW_READONLY : 0u;
   place.owner = owner;
-  v = make_c_view(data, dtype, extents, extents + ndim, ndim, place);
+  fill_c_view(v, data, dtype, extents, extents + ndim, ndim, place);
 }
 
 }  // namespace arrayport::bridge

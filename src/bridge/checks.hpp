@@ -60,11 +60,14 @@ inline bool reaches(const constraints& c, memory_kind kind) noexcept {
 template <class Extent, class Stride>
 bool borrowed_geometry(const Extent* extents, const Stride* strides, std::int64_t unit, int rank,
                        const void* data, std::int64_t itemsize, std::int64_t* ext) noexcept {
+  // Units are itemsizes or 1, powers of two: a mask and a shift, not a 64-bit division per axis.
+  if (unit <= 0 || (unit & (unit - 1)) != 0) return false;
+  const int shift = __builtin_ctzll(static_cast<unsigned long long>(unit));
   for (int r = 0; r != rank; ++r) {
     const auto stride = static_cast<std::int64_t>(strides[r]);
-    if (stride % unit != 0) return false;
+    if ((stride & (unit - 1)) != 0) return false;
     ext[r] = static_cast<std::int64_t>(extents[r]);
-    ext[rank + r] = stride / unit;
+    ext[rank + r] = stride >> shift;  // exact: a multiple of unit, negative ones too
   }
   const layout_info l = measure_layout(ext, ext + rank, rank, itemsize);
   return l.ok() && (l.count == 0 || (data && fits_address_space(data, l)));

@@ -260,7 +260,7 @@ int acquire_view(PyObject* obj, const arrayport_acquire_request_t* request,
     if (!obj) throw value_error(std::string(c.name) + ": expected an array, got NULL");
     const type_entry type = lookup_type(Py_TYPE(obj));
     // Fields a borrowed view leaves alone (version, stream) read as a fresh view's.
-    out->view = make_c_view(nullptr, {}, nullptr, nullptr, 0, {});
+    fill_c_view(out->view, nullptr, {}, nullptr, nullptr, 0, {});
     out->reserved = 0;
     if (o.borrow) {
       if (const std::uint32_t p = borrow_with(obj, c, o, type, out->view, out->extents)) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -338,16 +339,18 @@ TEST(Layout, ShapeStringsAreAsPythonPrintsTuples) {
             "(0, 9223372036854775807)");
 }
 
-TEST(Layout, MakeCViewFillsEveryField) {
+TEST(Layout, FillCViewFillsEveryField) {
   const std::int64_t shape[] = {2, 3}, c_strides[] = {3, 1}, f_strides[] = {1, 2};
   int data[6] = {}, owner = 0, stream = 0;
-  const arrayport_view_t v =
-      arrayport::make_c_view(data, arrayport::dtypes::int32.to_c(), shape, c_strides, 2,
-                             {ARRAYPORT_MEMORY_PINNED,
-                              {ARRAYPORT_DEVICE_CUDA_HOST, 0},
-                              &stream,
-                              ARRAYPORT_VIEW_READONLY,
-                              &owner});
+  arrayport_view_t v, f;
+  std::memset(&v, 0xab, sizeof v);  // whatever was there is overwritten, field by field
+  std::memset(&f, 0xab, sizeof f);
+  arrayport::fill_c_view(v, data, arrayport::dtypes::int32.to_c(), shape, c_strides, 2,
+                         {ARRAYPORT_MEMORY_PINNED,
+                          {ARRAYPORT_DEVICE_CUDA_HOST, 0},
+                          &stream,
+                          ARRAYPORT_VIEW_READONLY,
+                          &owner});
   EXPECT_EQ(v.version.major, ARRAYPORT_C_ABI_VERSION_MAJOR);
   EXPECT_EQ(v.version.minor, ARRAYPORT_C_ABI_VERSION_MINOR);
   EXPECT_EQ(v.data, data);
@@ -362,8 +365,7 @@ TEST(Layout, MakeCViewFillsEveryField) {
   EXPECT_EQ(v.owner, &owner);
   EXPECT_TRUE(arrayport::is_c_contiguous(v));
   EXPECT_FALSE(arrayport::is_f_contiguous(v));
-  const arrayport_view_t f =
-      arrayport::make_c_view(data, v.dtype, shape, f_strides, 2, {ARRAYPORT_MEMORY_HOST, {1, 0}});
+  arrayport::fill_c_view(f, data, v.dtype, shape, f_strides, 2, {ARRAYPORT_MEMORY_HOST, {1, 0}});
   EXPECT_FALSE(arrayport::is_c_contiguous(f));
   EXPECT_TRUE(arrayport::is_f_contiguous(f));
   EXPECT_EQ(f.stream, nullptr);

@@ -36,17 +36,10 @@ inline PyObject* make_view_array(void* data, arrayport::dtype dt, const std::int
   const arrayport_python_api_t& api = import_api();
   std::int64_t strides[ARRAYPORT_MAX_NDIM];
   compact_strides(shape, ndim, strides, static_cast<std::int64_t>(dt.itemsize()));
-  arrayport_view_t v{};
-  v.version = {ARRAYPORT_C_ABI_VERSION_MAJOR, ARRAYPORT_C_ABI_VERSION_MINOR};
-  v.data = data;
-  v.shape = shape;
-  v.strides = strides;
-  v.ndim = ndim;
-  v.dtype = dt.to_c();
-  v.device = dlpack_device(kind, device < 0 ? 0 : device);
-  v.memory_kind = static_cast<std::uint32_t>(kind);
-  v.flags = readonly ? ARRAYPORT_VIEW_READONLY : 0u;
-  v.stream = stream;
+  arrayport_view_t v;
+  fill_c_view(v, data, dt.to_c(), shape, strides, ndim,
+              {static_cast<std::uint32_t>(kind), dlpack_device(kind, device < 0 ? 0 : device),
+               stream, readonly ? ARRAYPORT_VIEW_READONLY : 0u, nullptr});
   PyObject* array = api.array_from_view(&v, owner);
   if (!array) throw error_already_set();
   return array;
