@@ -12,6 +12,7 @@ On a GPU machine the template's tests also run CuPy and PyTorch arrays through i
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -97,3 +98,35 @@ def test_saxpy_from_numpy_as_the_readme_shows(template):
     result = _python(site, "-c", code, cwd=site)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split(" ", 4)[:4] == ["[1.0,", "3.0,", "5.0,", "7.0]"]
+
+
+def test_the_readme_rename_followed_literally_builds_and_passes(tmp_path):
+    # Step 2 of examples/downstream/README.md, its commands run as they are written, then the
+    # renamed project built (CPU kernel) and tested with its own tests.
+    pytest.importorskip("nanobind", reason="nanobind is not installed (pip install '.[test]')")
+    pytest.importorskip("scikit_build_core", reason="scikit-build-core is not installed")
+    readme = (TEMPLATE / "README.md").read_text()
+    step = readme.split("## 2. Copy and rename", 1)[1].split("\n## ", 1)[0]
+    (commands,) = re.findall(r"```bash\n(.*?)```", step, re.S)
+    script = commands.replace("<arrayport>", str(REPO))
+    done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    project = tmp_path / "fastops"
+    left = [str(f.relative_to(project)) for f in project.rglob("*") if f.is_file()
+            and re.search(r"my[_-]kernels|MY_KERNELS", f.read_text(errors="replace"))]
+    assert left == [], f"the rename left the old name in {left}"
+    env = dict(os.environ)
+    env.setdefault("CMAKE_BUILD_PARALLEL_LEVEL", str(os.cpu_count() or 2))
+    cmd = [sys.executable, "-m", "pip", "wheel", "-q", "--no-build-isolation", "--no-deps",
+           "--no-index", "-w", str(tmp_path / "dist"), "-Ccmake.define.ARRAYPORT_CUDA=OFF",
+           str(project)]
+    built = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
+    assert built.returncode == 0, built.stdout[-8000:] + built.stderr[-4000:]
+    (wheel,) = (tmp_path / "dist").glob("fastops-*.whl")
+    with zipfile.ZipFile(wheel) as z:
+        z.extractall(tmp_path / "site")
+    result = _python(tmp_path / "site", "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests",
+                     cwd=project)
+    assert result.returncode == 0, result.stdout[-8000:] + result.stderr[-4000:]
+    assert " passed" in result.stdout and " failed" not in result.stdout
