@@ -109,6 +109,8 @@ def render(info: dict[str, Any]) -> str:
     lines += ["", "array libraries"]
     for name, version in info["libraries"].items():
         lines.append(f"  {name:<18} {version if version else 'not installed'}")
+    if not info["libraries"].get("NumPy"):  # arrayport does not need it; half the report does
+        lines.append("  (python -m pip install numpy adds the NumPy interop rows and the demo)")
     lines += ["", "interop (zero-copy: the same pointer on both sides; write seen: a write on one side "
               "read on the other)"]
     lines += _interop.render(info["interop"])

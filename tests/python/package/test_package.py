@@ -64,6 +64,18 @@ def test_report_states_version_build_and_devices_or_cpu_fallback():
         assert f"CPU fallback: {reason}." in out
 
 
+def test_report_without_numpy_says_in_one_line_how_to_get_the_rest():
+    # `pip install .` brings no NumPy: the report still runs, and says what installing it adds.
+    code = ("import sys, runpy; sys.modules['numpy'] = None; sys.argv = ['arrayport']; "
+            "runpy.run_module('arrayport', run_name='__main__')")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "NumPy              not installed" in result.stdout
+    assert result.stdout.count("python -m pip install numpy adds the NumPy interop rows") == 1
+    assert "python -m pip install numpy" not in run_report()
+
+
 def test_report_json_is_machine_readable_and_matches_the_api():
     data = json.loads(run_report("--json"))
     assert data["arrayport"] == arrayport.__version__
