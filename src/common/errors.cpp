@@ -36,43 +36,13 @@ void raise_cuda(PyObject* type, const char* message, int status, const char* sta
   Py_DECREF(exc);
 }
 
-void raise_cuda(PyObject* type, const cuda_error& e) noexcept {
-  raise_cuda(type, e.what(), e.status(), e.status_name().c_str(), e.api().c_str());
-}
-
-// The one map from arrayport's C++ exceptions to Python's (error.hpp lists it). Call inside a
-// catch block; false for an exception it does not map.
-bool set_mapped_error() noexcept {
-  try {
-    throw;
-  } catch (const out_of_memory& e) {
-    raise_cuda(g_out_of_memory, e);
-  } catch (const cuda_error& e) {
-    raise_cuda(g_cuda_error, e);
-  } catch (const no_device_error& e) {
-    PyErr_SetString(g_no_device, e.what());
-  } catch (const type_error& e) {
-    PyErr_SetString(PyExc_TypeError, e.what());
-  } catch (const value_error& e) {
-    PyErr_SetString(PyExc_ValueError, e.what());
-  } catch (const buffer_error& e) {
-    PyErr_SetString(PyExc_BufferError, e.what());
-  } catch (const python::error_already_set&) {
-    // The Python error is already set: leave it as it is (one that is not would abort nanobind).
-    python::detail::ensure_error_set(nullptr, nullptr, "a call");
-  } catch (...) {
-    return false;
-  }
-  return true;
-}
-
-// nanobind's translator: anything unmapped goes on to nanobind's own (std::bad_alloc ->
-// MemoryError...).
+// nanobind's translator: python::set_mapped_error's map (the one every extension uses);
+// anything unmapped goes on to nanobind's own (std::bad_alloc -> MemoryError...).
 void translate(const std::exception_ptr& p, void*) {
   try {
     std::rethrow_exception(p);
   } catch (...) {
-    if (!set_mapped_error()) throw;
+    if (!python::set_mapped_error()) throw;
   }
 }
 
@@ -97,17 +67,8 @@ void raise_current_exception() noexcept {
     throw;
   } catch (nb::python_error& e) {
     e.restore();
-  } catch (const std::bad_alloc&) {
-    PyErr_NoMemory();
   } catch (...) {
-    if (set_mapped_error()) return;
-    try {
-      throw;
-    } catch (const std::exception& e) {
-      PyErr_SetString(PyExc_RuntimeError, e.what());
-    } catch (...) {
-      PyErr_SetString(PyExc_RuntimeError, "arrayport: unknown C++ exception");
-    }
+    python::set_error_from_current_exception();
   }
 }
 

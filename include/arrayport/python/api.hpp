@@ -166,22 +166,22 @@ inline stream_handle current_stream() noexcept {
   return stream;
 }
 
-/// Sets the Python exception for the C++ exception being handled (call inside a catch block):
-/// arrayport's exception types map as error.hpp describes, bad_alloc to MemoryError. A cuda_error
-/// is raised by arrayport._core itself (C API 1.1), with the attributes its own errors carry.
-inline void set_error_from_current_exception() noexcept {
+/// Sets the Python exception for the C++ exception being handled if arrayport maps it (call
+/// inside a catch block): arrayport's exception types as error.hpp describes, and
+/// error_already_set (the error stands). false, nothing set, for any other exception. The one map:
+/// arrayport._core's own translator uses it too. A cuda_error is raised by _core (C API 1.1),
+/// with the attributes its own errors carry.
+inline bool set_mapped_error() noexcept {
   try {
     throw;
   } catch (const error_already_set&) {
-    if (!PyErr_Occurred())
-      PyErr_SetString(PyExc_SystemError, "arrayport: an error was reported but none is set");
+    detail::ensure_error_set(nullptr, nullptr, "a call");
   } catch (const cuda_error& e) {
     const arrayport_python_api_t* table = loaded_api();
     const bool oom = dynamic_cast<const out_of_memory*>(&e) != nullptr;
     if (table && table->abi_minor >= 1 && table->set_cuda_error) {
-      // _core's own raising: the exception carries code, name, api and sticky.
       table->set_cuda_error(e.what(), e.status(), e.status_name().c_str(), e.api().c_str(), oom);
-      return;
+      return true;
     }
     // An arrayport._core older than C API 1.1: the type and the message only.
     PyObject* type = !table ? PyExc_RuntimeError
@@ -197,6 +197,18 @@ inline void set_error_from_current_exception() noexcept {
     PyErr_SetString(PyExc_ValueError, e.what());
   } catch (const buffer_error& e) {
     PyErr_SetString(PyExc_BufferError, e.what());
+  } catch (...) {
+    return false;
+  }
+  return true;
+}
+
+/// Sets the Python exception for the C++ exception being handled (call inside a catch block):
+/// set_mapped_error's map, then bad_alloc as MemoryError and anything else as RuntimeError.
+inline void set_error_from_current_exception() noexcept {
+  if (set_mapped_error()) return;
+  try {
+    throw;
   } catch (const std::bad_alloc&) {
     PyErr_NoMemory();
   } catch (const std::exception& e) {
