@@ -65,15 +65,7 @@ const arrayport_dl_tensor_t& take_capsule(held& a, const python::constraints& c,
         PyCapsule_GetPointer(capsule, "dltensor_versioned"));
     PyCapsule_SetName(capsule, "used_dltensor_versioned");
     Py_DECREF(capsule);
-    a.managed = t;
-    a.from = held::source::dlpack_versioned;
-    if (!t) fail_value(c, obj, "__dlpack__ returned a capsule holding NULL");
-    if (t->version.major != ARRAYPORT_DLPACK_MAJOR_VERSION)
-      fail_buffer(c, obj,
-                  "unsupported DLPack version " + std::to_string(t->version.major) + "." +
-                      std::to_string(t->version.minor) + ": expected 1.x");
-    readonly = (t->flags & ARRAYPORT_DLPACK_FLAG_READ_ONLY) != 0;
-    return t->dl_tensor;
+    return adopt_versioned(a, c, obj, t, "__dlpack__ returned a capsule holding NULL", readonly);
   }
   if (PyCapsule_IsValid(capsule, "dltensor")) {
     auto* t =
@@ -97,6 +89,20 @@ const arrayport_dl_tensor_t& take_capsule(held& a, const python::constraints& c,
 }
 
 }  // namespace
+
+const arrayport_dl_tensor_t& adopt_versioned(held& a, const python::constraints& c, PyObject* obj,
+                                             arrayport_dl_managed_tensor_versioned_t* t,
+                                             const char* null_message, bool& readonly) {
+  a.managed = t;
+  a.from = held::source::dlpack_versioned;
+  if (!t) fail_value(c, obj, null_message);
+  if (t->version.major != ARRAYPORT_DLPACK_MAJOR_VERSION)
+    fail_buffer(c, obj,
+                "unsupported DLPack version " + std::to_string(t->version.major) + "." +
+                    std::to_string(t->version.minor) + ": expected 1.x");
+  readonly = (t->flags & ARRAYPORT_DLPACK_FLAG_READ_ONLY) != 0;
+  return t->dl_tensor;
+}
 
 bool dl_device_kind(arrayport_device_t d, memory_kind& out) noexcept {
   switch (d.device_type) {

@@ -20,6 +20,12 @@ bool dl_device_kind(arrayport_device_t d, memory_kind& out) noexcept;
 void from_dl_tensor(held& a, const python::constraints& c, PyObject* obj,
                     const arrayport_dl_tensor_t& t, bool readonly);
 
+/// A versioned managed tensor `t` taken over by `a` (its deleter runs once, at release), checked:
+/// not NULL (else `null_message`), DLPack 1.x. Its DLTensor, and whether it is read-only.
+const arrayport_dl_tensor_t& adopt_versioned(held& a, const python::constraints& c, PyObject* obj,
+                                             arrayport_dl_managed_tensor_versioned_t* t,
+                                             const char* null_message, bool& readonly);
+
 /// Through obj.__dlpack__(stream=...): the consumer's stream for CUDA data, None for host data
 /// (`type` remembers which the producer's tensors were, so __dlpack_device__ is asked once).
 void from_dlpack(held& a, const python::constraints& c, PyObject* obj, const type_entry& type,

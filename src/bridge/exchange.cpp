@@ -54,14 +54,10 @@ void from_exchange(held& a, const python::constraints& c, PyObject* obj, const d
     arrayport_dl_managed_tensor_versioned_t* t = nullptr;
     if (api.managed_tensor_from_py_object_no_sync(obj, &t) != 0)
       producer_failed(c, obj, "the exchange API's managed_tensor_from_py_object_no_sync");
-    a.managed = t;
-    a.from = held::source::dlpack_versioned;
-    if (!t) fail_value(c, obj, "the DLPack exchange API returned NULL");
-    if (t->version.major != ARRAYPORT_DLPACK_MAJOR_VERSION)
-      fail_buffer(c, obj,
-                  "unsupported DLPack version " + std::to_string(t->version.major) + "." +
-                      std::to_string(t->version.minor) + ": expected 1.x");
-    from_dl_tensor(a, c, obj, t->dl_tensor, (t->flags & ARRAYPORT_DLPACK_FLAG_READ_ONLY) != 0);
+    bool readonly = false;
+    const arrayport_dl_tensor_t& dl =
+        adopt_versioned(a, c, obj, t, "the DLPack exchange API returned NULL", readonly);
+    from_dl_tensor(a, c, obj, dl, readonly);
   }
   const arrayport_view_t& v = a.view;
   if (sync && is_gpu_resident(static_cast<memory_kind>(v.memory_kind))) {
