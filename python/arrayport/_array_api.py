@@ -10,8 +10,6 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple, Union
 
-import operator
-
 from ._core import Array, _offers_array_protocol, copy as _copy, cuda as _cuda, empty as _empty, view as _view
 
 if TYPE_CHECKING:
@@ -85,20 +83,10 @@ def from_dlpack(x: Any, /, *, device: Optional[Device] = None, copy: Optional[bo
 def _placement(memory: Optional[MemoryKind], device: Any,
                what: str) -> Tuple[Optional[MemoryKind], Optional[int]]:
     """(memory kind or None, CUDA device index or None) from memory= and device=."""
-    if isinstance(device, _cuda.Device):
-        device = device.index
-    elif hasattr(type(device), "__index__") and not isinstance(device, (bool, Array)):
-        try:
-            device = operator.index(device)  # NumPy integers too, as every other device= takes
-        except Exception as e:
-            raise TypeError(f"{what}: device: expected a device index, got {type(device).__name__}, "
-                            f"whose __index__ raised {type(e).__name__}: {e}") from e
-    if device is None or (isinstance(device, int) and not isinstance(device, bool)):
-        if device is not None and device < 0:
-            raise ValueError(f"{what}: device: expected a device index >= 0, got {device}")
-        if device is not None and device >= 2**31:
-            raise ValueError(f"{what}: device: expected a device index that fits an int, got {device}")
-        return memory, device
+    if device is None or isinstance(device, _cuda.Device) or (
+            hasattr(type(device), "__index__") and not isinstance(device, (bool, Array))):
+        # An index (NumPy integers too) or a Device: checked as every other device= is.
+        return memory, _cuda._device_index(device, what)
     if isinstance(device, str):
         spelled = (device, 0)
     elif isinstance(device, tuple) and len(device) == 2 and isinstance(device[1], int):

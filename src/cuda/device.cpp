@@ -103,6 +103,13 @@ void device_exit(py_device& d, nb::handle, nb::handle, nb::handle) {
 bool device_eq(const py_device& a, const py_device& b) { return a.index == b.index; }
 int device_hash(const py_device& d) { return d.index; }
 
+// device= as every function takes it (None, an int >= 0, a Device), for the package's own Python
+// parsers: the same checks and messages as the compiled ones.
+nb::object device_index_arg(nb::handle device, const std::string& what) {
+  const std::optional<int> i = device_arg(device.ptr(), what.c_str());
+  return i ? nb::object(nb::int_(*i)) : nb::none();
+}
+
 // A Device not checked against this machine's devices: the tests of a machine without a GPU
 // pass it wherever device= takes one.
 py_device unchecked_device(nb::handle i) {
@@ -178,6 +185,10 @@ void register_device(nb::module_& m) {
       .def("__eq__", &device_eq, nb::is_operator())
       .def("__hash__", &device_hash)
       .def("__repr__", &device_repr);
+  m.def(
+      "_device_index", &device_index_arg, "device"_a.none(), "what"_a,
+      nb::sig("def _device_index(device: object, what: str) -> int | None"),
+      "device= as arrayport's functions take it: None, or the index, checked; errors name `what`.");
   m.def("_unchecked_device", &unchecked_device, "i"_a.none(),
         nb::sig("def _unchecked_device(i: int) -> Device"),
         "Test hook: a Device of index i, not checked against this machine's devices (tests of "
