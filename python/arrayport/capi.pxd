@@ -50,7 +50,28 @@ cdef extern from "arrayport/python/api.h":
     const char* ARRAYPORT_PYTHON_API_CAPSULE
     int ARRAYPORT_PYTHON_API_MAJOR
     unsigned ARRAYPORT_ACQUIRE_WRITABLE, ARRAYPORT_ACQUIRE_HOST, ARRAYPORT_ACQUIRE_DEVICE
-    unsigned ARRAYPORT_ACQUIRE_C_ORDER
+    unsigned ARRAYPORT_ACQUIRE_C_ORDER, ARRAYPORT_ACQUIRE_F_ORDER
+    # since 1.2: acquire_view's request (docs/c-api.md), its options and results
+    unsigned ARRAYPORT_REQUEST_STREAM, ARRAYPORT_REQUEST_NO_SYNC, ARRAYPORT_REQUEST_CALL_SCOPED
+    unsigned ARRAYPORT_REQUEST_READS_ONLY, ARRAYPORT_REQUEST_BORROW
+    int ARRAYPORT_ACQUIRE_OK, ARRAYPORT_ACQUIRE_FAILED, ARRAYPORT_ACQUIRE_NOT_AN_ARRAY
+    int ARRAYPORT_ACQUIRE_REFUSED
+    ctypedef struct arrayport_acquire_request_t:
+        uint32_t size            # sizeof(arrayport_acquire_request_t)
+        uint32_t flags           # ARRAYPORT_ACQUIRE_* bits
+        const char* name
+        const arrayport_dtype_t* dtypes
+        uint32_t n_dtypes
+        int32_t ndim             # -1: any
+        const int64_t* shape
+        uint32_t options         # ARRAYPORT_REQUEST_* bits
+        uint32_t protocols       # 0: all
+        void* stream
+    ctypedef struct arrayport_acquired_t:
+        arrayport_view_t view
+        void* handle             # to release(); NULL for a borrowed view
+        uint32_t protocol
+        int64_t extents[16]
     ctypedef struct arrayport_python_api_t:
         uint32_t abi_major
         uint32_t abi_minor
@@ -58,6 +79,12 @@ cdef extern from "arrayport/python/api.h":
         int (*acquire)(PyObject* obj, const char* name, uint32_t flags, arrayport_view_t* out,
                        void** handle) noexcept
         void (*release)(void* handle) noexcept
+        # since 1.2 (read only when abi_minor >= 2)
+        int (*acquire_view)(PyObject* obj, const arrayport_acquire_request_t* request,
+                            arrayport_acquired_t* out) noexcept
+        # since 1.3 (read only when abi_minor >= 3)
+        int (*borrow_typed)(PyObject* obj, arrayport_dtype_t dtype, int32_t ndim, uint32_t flags,
+                            arrayport_view_t* view, int64_t* extents) noexcept
 
 cdef inline const arrayport_python_api_t* import_arrayport() except NULL:
     """The C API of arrayport._core (imports it)."""

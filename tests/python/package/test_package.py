@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -230,3 +232,49 @@ def test_out_of_memory_is_caught_as_memory_error():
 def test_unknown_raise_kind_is_a_value_error_naming_it():
     with pytest.raises(ValueError, match="unknown kind 'nope'"):
         arrayport._core._raise("nope")
+
+
+CAPI_PYX = """# cython: language_level=3
+from arrayport.capi cimport (arrayport_acquire_request_t, arrayport_acquired_t, import_arrayport,
+                             ARRAYPORT_ACQUIRE_OK, ARRAYPORT_REQUEST_CALL_SCOPED)
+from cpython.object cimport PyObject
+from libc.string cimport memset
+
+def ndim_of(obj):
+    cdef arrayport_acquire_request_t r
+    cdef arrayport_acquired_t a
+    memset(&r, 0, sizeof(r))
+    r.size = sizeof(r)
+    r.ndim = -1
+    r.options = ARRAYPORT_REQUEST_CALL_SCOPED
+    api = import_arrayport()
+    if api.abi_minor < 2 or api.acquire_view(<PyObject*>obj, &r, &a) != ARRAYPORT_ACQUIRE_OK:
+        raise ValueError("refused")
+    n = a.view.ndim
+    if a.handle != NULL:
+        api.release(a.handle)
+    return n
+"""
+
+
+def test_capi_pxd_declares_the_1_2_request_api(tmp_path):
+    # Cython users reach acquire_view (C API 1.2) through arrayport/capi.pxd, as api.h declares it.
+    pytest.importorskip("Cython", reason="Cython is not installed (pip install '.[test]')")
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        pytest.skip("no C compiler (cc) on PATH")
+    (tmp_path / "capi_use.pyx").write_text(CAPI_PYX)
+    package_parent = str(Path(arrayport.__file__).parent.parent)
+    run = lambda *cmd: subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True,  # noqa: E731
+                                      timeout=300)
+    r = run(sys.executable, "-m", "cython", "-3", "-I", package_parent, "-o", "capi_use.c",
+            "capi_use.pyx")
+    assert r.returncode == 0, r.stdout + r.stderr
+    ext = "capi_use" + sysconfig.get_config_var("EXT_SUFFIX")
+    r = run(cc, "-shared", "-fPIC", "-O1", f"-I{sysconfig.get_paths()['include']}",
+            f"-I{arrayport.include_dir()}", "capi_use.c", "-o", ext)
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = run(sys.executable, "-c", "import numpy as np, arrayport as ap, capi_use; "
+            "print(capi_use.ndim_of(np.zeros((2, 3))), capi_use.ndim_of(ap.zeros(4)))")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["2", "1"]
