@@ -22,6 +22,12 @@ REPO = Path(__file__).resolve().parents[2]
 
 HAS_GPU = bool(arrayport.runtime_info()["cuda_available"])
 
+
+def current_device_or_none():
+    """The current CUDA device, or None on a machine without one."""
+    return cuda.current_device() if HAS_GPU else None
+
+
 # Repetitions of each stream-ordering check: 20 (a stale read shows in most of them); fewer only
 # under compute-sanitizer, which serialises kernels and makes each repetition take seconds.
 STREAM_REPS = int(os.environ.get("ARRAYPORT_TEST_STREAM_REPS", "20"))

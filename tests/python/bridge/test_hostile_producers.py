@@ -8,13 +8,11 @@ sanitizer run sees those), an exception left set, or a reference leaked."""
 
 from __future__ import annotations
 
-import gc
 import importlib.util
 import os
 import subprocess
 import sys
 import sysconfig
-from pathlib import Path
 
 import numpy as np
 import pytest

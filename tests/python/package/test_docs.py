@@ -17,7 +17,6 @@
 from __future__ import annotations
 
 import builtins
-import os
 import re
 import shutil
 import subprocess
