@@ -1,5 +1,6 @@
 """GPU work that other libraries enqueue on an arrayport stream, for the stream-ordering tests
-(cuda/test_cuda.py, ops/test_ops_streams.py): a spin of known length, fills, copies, checks."""
+(cuda/test_cuda_on_gpu.py, ops/test_ops_streams.py): a spin of known length, fills, copies,
+checks."""
 
 from __future__ import annotations
 

@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 import arrayport as ap
 from arrayport import ops
 from conftest import HAS_GPU
-from test_ops import to_numpy as np_of
+from ops_reference import to_numpy as np_of
 
 SETTINGS = settings(max_examples=300, deadline=None, derandomize=False,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

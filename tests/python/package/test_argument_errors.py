@@ -1,7 +1,7 @@
 """Every public callable, every parameter, every kind of wrong value: a TypeError, ValueError or
 OverflowError (BufferError where DLPack prescribes it) whose message names the parameter; never a
 SystemError, a RuntimeError from a C++ bad_cast, nanobind's "incompatible function arguments" or a
-crash. arrayport.ops' own parameters are tested in ops/test_ops.py."""
+crash. arrayport.ops' own parameters are tested in ops/test_ops_errors.py."""
 
 from __future__ import annotations
 
@@ -163,7 +163,7 @@ NO_PARAMETERS = {
     "cuda.Device.mem_info", "cuda.Device.synchronize",
 }
 ELSEWHERE = {
-    "ops": "arrayport.ops' own parameters: ops/test_ops.py",
+    "ops": "arrayport.ops' own parameters: ops/test_ops_errors.py",
     "Array": "its methods are rows here",
     "cuda": "its functions are rows here",
     "ArrayLike": "a type, not a function",
