@@ -160,9 +160,9 @@ std::string hex(std::uint32_t bits) {
 }  // namespace
 
 void order_array_stream(const arrayport_view_t& v, stream_handle consumer) {
-  const auto kind = static_cast<memory_kind>(v.memory_kind);
-  if (kind == memory_kind::host || v.stream == consumer) return;  // no GPU writer, or the same
-  runtime::order_streams(v.stream, is_gpu_resident(kind) ? v.device.device_id : -1, consumer, -1);
+  if (python::ready_on(v, consumer)) return;
+  const bool on_a_gpu = is_gpu_resident(static_cast<memory_kind>(v.memory_kind));
+  runtime::order_streams(v.stream, on_a_gpu ? v.device.device_id : -1, consumer, -1);
 }
 
 void acquire(held& a, PyObject* obj, const python::constraints& c,
@@ -216,13 +216,7 @@ void read_request(const arrayport_acquire_request_t* request, python::constraint
   c.n_dtypes = r.n_dtypes;
   c.ndim = r.ndim;
   c.shape = r.ndim >= 0 ? r.shape : nullptr;
-  c.layout = (f & ARRAYPORT_ACQUIRE_C_ORDER)   ? python::order::c
-             : (f & ARRAYPORT_ACQUIRE_F_ORDER) ? python::order::f
-                                               : python::order::any;
-  c.where = (f & ARRAYPORT_ACQUIRE_HOST)     ? python::reach::host
-            : (f & ARRAYPORT_ACQUIRE_DEVICE) ? python::reach::device
-                                             : python::reach::any;
-  c.writable = (f & ARRAYPORT_ACQUIRE_WRITABLE) != 0;
+  python::apply_acquire_flags(c, f);
   o.stream = r.stream;
   o.stream_given = (r.options & ARRAYPORT_REQUEST_STREAM) != 0;
   o.sync = (r.options & ARRAYPORT_REQUEST_NO_SYNC) == 0;
@@ -334,10 +328,7 @@ int borrow_typed(PyObject* obj, arrayport_dtype_t dtype, std::int32_t ndim, std:
   c.dtypes = &dt;
   c.n_dtypes = 1;
   c.ndim = ndim;
-  c.writable = (flags & ARRAYPORT_ACQUIRE_WRITABLE) != 0;
-  c.where = (flags & ARRAYPORT_ACQUIRE_HOST)     ? python::reach::host
-            : (flags & ARRAYPORT_ACQUIRE_DEVICE) ? python::reach::device
-                                                 : python::reach::any;
+  python::apply_acquire_flags(c, flags);
   python::acquire_options o;
   o.call_scoped = o.borrow = true;
   o.reads_only = !c.writable;

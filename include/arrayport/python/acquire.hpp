@@ -190,9 +190,7 @@ struct acquire_access {
     if (!meets(c, v)) return false;
     // An Array in GPU-reachable memory ready on another stream than the consumer's: the engine
     // makes the consumer's stream wait for it.
-    if (o.sync && v.memory_kind != static_cast<std::uint32_t>(memory_kind::host) &&
-        v.stream != (o.stream_given ? o.stream : current_stream()))
-      return false;
+    if (o.sync && !ready_on(v, o.stream_given ? o.stream : current_stream())) return false;
     Py_INCREF(obj);
     a.m_ref = obj;
     a.m_active = true;
@@ -205,11 +203,7 @@ struct acquire_access {
     const arrayport_python_api_t& api = engine_api();
     arrayport_acquire_request_t r{};
     r.size = sizeof r;
-    r.flags = (c.writable ? ARRAYPORT_ACQUIRE_WRITABLE : 0u) |
-              (c.where == reach::host ? ARRAYPORT_ACQUIRE_HOST : 0u) |
-              (c.where == reach::device ? ARRAYPORT_ACQUIRE_DEVICE : 0u) |
-              (c.layout == order::c ? ARRAYPORT_ACQUIRE_C_ORDER : 0u) |
-              (c.layout == order::f ? ARRAYPORT_ACQUIRE_F_ORDER : 0u);
+    r.flags = acquire_flags(c);
     r.name = c.name;
     r.dtypes = reinterpret_cast<const arrayport_dtype_t*>(c.dtypes);  // one layout (dtype.hpp)
     r.n_dtypes = static_cast<std::uint32_t>(c.n_dtypes);

@@ -61,6 +61,32 @@ struct constraints {
   bool writable = false;  ///< the callee writes through the view
 };
 
+/// The ARRAYPORT_ACQUIRE_* bits stating `c`'s writability, reach and order (a request's flags).
+constexpr std::uint32_t acquire_flags(const constraints& c) noexcept {
+  return (c.writable ? ARRAYPORT_ACQUIRE_WRITABLE : 0u) |
+         (c.where == reach::host ? ARRAYPORT_ACQUIRE_HOST : 0u) |
+         (c.where == reach::device ? ARRAYPORT_ACQUIRE_DEVICE : 0u) |
+         (c.layout == order::c ? ARRAYPORT_ACQUIRE_C_ORDER : 0u) |
+         (c.layout == order::f ? ARRAYPORT_ACQUIRE_F_ORDER : 0u);
+}
+
+/// The reverse of acquire_flags: `flags` set into `c` (the caller refuses contradicting bits).
+constexpr void apply_acquire_flags(constraints& c, std::uint32_t flags) noexcept {
+  c.writable = (flags & ARRAYPORT_ACQUIRE_WRITABLE) != 0;
+  c.where = (flags & ARRAYPORT_ACQUIRE_HOST)     ? reach::host
+            : (flags & ARRAYPORT_ACQUIRE_DEVICE) ? reach::device
+                                                 : reach::any;
+  c.layout = (flags & ARRAYPORT_ACQUIRE_C_ORDER)   ? order::c
+             : (flags & ARRAYPORT_ACQUIRE_F_ORDER) ? order::f
+                                                   : order::any;
+}
+
+/// Whether an arrayport view can be read on `consumer` with no stream ordering: pageable host
+/// memory (no GPU writes it), or data ready on that very stream (an Array's view.stream).
+inline bool ready_on(const arrayport_view_t& v, stream_handle consumer) noexcept {
+  return v.memory_kind == static_cast<std::uint32_t>(memory_kind::host) || v.stream == consumer;
+}
+
 /// How long the view must live, and which stream the consumer works on.
 struct acquire_options {
   /// The consumer's stream: the producer's pending work is ordered before it (DLPack stream

@@ -40,9 +40,7 @@ inline bool typed_view_fast(PyObject* obj, arrayport::view<T, Rank, Space>& out)
         (writes && (v.flags & ARRAYPORT_VIEW_READONLY)))
       return false;
     // Ready on another stream than the current one: the engine orders the two.
-    if (v.memory_kind != static_cast<std::uint32_t>(memory_kind::host) &&
-        v.stream != current_stream())
-      return false;
+    if (!ready_on(v, current_stream())) return false;
     for (std::size_t r = 0; r != Rank; ++r) {
       shape[r] = v.shape[r];
       strides[r] = v.strides[r];
@@ -52,10 +50,7 @@ inline bool typed_view_fast(PyObject* obj, arrayport::view<T, Rank, Space>& out)
   }
   if (api->abi_minor < 2 || type != *api->numpy_array_type || !type) {
     if (api->abi_minor < 3 || !api->borrow_typed) return false;
-    constexpr constraints c = typed_constraints<T, Rank, Space>::make("array");
-    constexpr std::uint32_t flags = (writes ? ARRAYPORT_ACQUIRE_WRITABLE : 0u) |
-                                    (c.where == reach::host ? ARRAYPORT_ACQUIRE_HOST : 0u) |
-                                    (c.where == reach::device ? ARRAYPORT_ACQUIRE_DEVICE : 0u);
+    constexpr std::uint32_t flags = acquire_flags(typed_constraints<T, Rank, Space>::make("array"));
     arrayport_view_t v;
     std::int64_t ext[2 * n];
     if (Rank > 8 || api->borrow_typed(obj, expected.to_c(), static_cast<std::int32_t>(Rank), flags,
