@@ -2,6 +2,8 @@
 // name the argument and the producer.
 #include "bridge/checks.hpp"
 
+#include "cuda/current_stream.hpp"
+
 #include <arrayport/dtype.hpp>
 #include <arrayport/python/api.hpp>
 #include <arrayport/runtime.hpp>
@@ -118,7 +120,7 @@ void check_constraints(const constraints& c, PyObject* obj, arrayport_view_t& v)
 }
 
 stream_handle consumer_stream(const python::acquire_options& o) noexcept {
-  return o.stream_given ? o.stream : python::current_stream();
+  return o.stream_given ? o.stream : ext::current_stream().handle;
 }
 
 void fill_view(arrayport_view_t& v, void* data, int ndim, std::int64_t* extents,

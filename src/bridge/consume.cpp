@@ -146,7 +146,7 @@ std::uint32_t borrow_with(PyObject* obj, const python::constraints& c,
   if (type.type == jax_array_type())
     return (o.protocols & protocol_cai) && jax_borrow(obj, c, v, ext) ? protocol_cai : 0;
   return type.exchange && (o.protocols & protocol_exchange) &&
-                 exchange_borrow(obj, *type.exchange, c, consumer_stream(o), v, ext)
+                 exchange_borrow(obj, *type.exchange, c, o, v, ext)
              ? protocol_exchange
              : 0;
 }

@@ -70,7 +70,8 @@ void from_exchange(held& a, const python::constraints& c, PyObject* obj, const d
 }
 
 bool exchange_borrow(PyObject* obj, const dl_exchange_api& api, const python::constraints& c,
-                     stream_handle consumer, arrayport_view_t& v, std::int64_t* ext) noexcept {
+                     const python::acquire_options& o, arrayport_view_t& v,
+                     std::int64_t* ext) noexcept {
   if (!api.dltensor_from_py_object_no_sync) return false;
   arrayport_dl_tensor_t t{};
   if (api.dltensor_from_py_object_no_sync(obj, &t) != 0) {
@@ -83,9 +84,10 @@ bool exchange_borrow(PyObject* obj, const dl_exchange_api& api, const python::co
   if (!dl_device_kind(t.device, kind) || t.ndim != rank ||
       arrayport::dtype::from_c(t.dtype) != expected || !reaches(c, kind) || (rank > 0 && !t.shape))
     return false;
-  std::int64_t compact[8] = {};
+  std::int64_t compact[8];  // written by compact_strides before it is read
   if (!t.strides &&
-      !compact_strides(t.shape, rank, compact, static_cast<std::int64_t>(expected.itemsize())))
+      (rank > 8 ||
+       !compact_strides(t.shape, rank, compact, static_cast<std::int64_t>(expected.itemsize()))))
     return false;
   std::uintptr_t address = 0;
   if (t.data &&
@@ -101,7 +103,7 @@ bool exchange_borrow(PyObject* obj, const dl_exchange_api& api, const python::co
       PyErr_Clear();
       return false;
     }
-    if (static_cast<stream_handle>(producer) != consumer) return false;
+    if (static_cast<stream_handle>(producer) != consumer_stream(o)) return false;
   }
   fill_view(v, reinterpret_cast<void*>(address), rank, ext, t.dtype, kind, t.device.device_id,
             false, obj);

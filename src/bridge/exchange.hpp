@@ -41,8 +41,10 @@ void from_exchange(held& a, const python::constraints& c, PyObject* obj, const d
 
 /// For a typed call-scoped parameter: the non-owning tensor straight into `v` (extents into
 /// `ext`), no holder. false (no error set) for anything acquire() must decide: host memory for a
-/// device view (it may be pinned), a producer stream other than `consumer`, any violation.
+/// device view (it may be pinned), a producer stream other than the consumer's (`o`, asked for
+/// GPU memory only), any violation.
 bool exchange_borrow(PyObject* obj, const dl_exchange_api& api, const python::constraints& c,
-                     stream_handle consumer, arrayport_view_t& v, std::int64_t* ext) noexcept;
+                     const python::acquire_options& o, arrayport_view_t& v,
+                     std::int64_t* ext) noexcept;
 
 }  // namespace arrayport::bridge
