@@ -9,9 +9,11 @@
 // returns 0 and PyArg_ParseTuple returns false, as the CPython contract asks.
 #pragma once
 
+#include <arrayport/config.hpp>
 #include <arrayport/python/acquire.hpp>
 
-namespace arrayport::capi {
+namespace ARRAYPORT_NAMESPACE {
+namespace capi {
 
 /// A parsed array argument: the checked typed view and what keeps it valid.
 template <class T, std::size_t Rank, class Space = any_space>
@@ -48,4 +50,5 @@ int convert(PyObject* obj, void* out) noexcept {
   return static_cast<arg<T, Rank, Space>*>(out)->load(obj) ? 1 : 0;
 }
 
-}  // namespace arrayport::capi
+}  // namespace capi
+}  // namespace arrayport

@@ -11,6 +11,7 @@
 // buffer_error naming the argument, what was expected and what came.
 #pragma once
 
+#include <arrayport/config.hpp>
 #include <arrayport/python/api.hpp>
 #include <arrayport/python/constraints.hpp>
 #include <arrayport/python/numpy.hpp>
@@ -26,7 +27,8 @@
 #include <string>
 #include <utility>
 
-namespace arrayport::python {
+namespace ARRAYPORT_NAMESPACE {
+namespace python {
 
 class acquired;
 acquired acquire(PyObject* obj, const constraints& c = {}, const acquire_options& o = {});
@@ -304,4 +306,5 @@ class argument {
   std::exception_ptr m_error;
 };
 
-}  // namespace arrayport::python
+}  // namespace python
+}  // namespace arrayport

@@ -4,6 +4,7 @@
 // through api.h) shares the one Array type and the one current stream with arrayport._core.
 #pragma once
 
+#include <arrayport/config.hpp>
 #include <arrayport/python/api.h>
 
 #include <arrayport/error.hpp>
@@ -14,7 +15,8 @@
 #include <new>
 #include <string>
 
-namespace arrayport::python {
+namespace ARRAYPORT_NAMESPACE {
+namespace python {
 
 /// Thrown by the bridge when a Python exception is already set (a producer's __dlpack__ raised,
 /// an attribute lookup failed): the caller returns to Python with that error.
@@ -218,4 +220,5 @@ inline void set_error_from_current_exception() noexcept {
   }
 }
 
-}  // namespace arrayport::python
+}  // namespace python
+}  // namespace arrayport

@@ -3,6 +3,7 @@
 // consume engine, which receives them through the C API's request (python/api.h).
 #pragma once
 
+#include <arrayport/config.hpp>
 #include <arrayport/python/api.h>
 
 #include <arrayport/dtype.hpp>
@@ -14,7 +15,8 @@
 #include <cstdint>
 #include <type_traits>
 
-namespace arrayport::python {
+namespace ARRAYPORT_NAMESPACE {
+namespace python {
 
 /// The object offers no array protocol at all (as opposed to an array that violates a
 /// constraint): binding adapters let other overloads try it.
@@ -129,4 +131,5 @@ struct typed_constraints {
   }
 };
 
-}  // namespace arrayport::python
+}  // namespace python
+}  // namespace arrayport

@@ -5,6 +5,7 @@
 // the module that allocated it, exactly when the last Python holder goes.
 #pragma once
 
+#include <arrayport/config.hpp>
 #include <arrayport/python/api.hpp>
 
 #include <arrayport/buffer.hpp>
@@ -18,7 +19,8 @@
 #include <string>
 #include <utility>
 
-namespace arrayport::python {
+namespace ARRAYPORT_NAMESPACE {
+namespace python {
 
 namespace detail {
 
@@ -101,4 +103,5 @@ PyObject* to_array(T* data, std::initializer_list<std::int64_t> shape, memory_ki
       static_cast<int>(shape.size()), kind, device, stream, std::is_const_v<T>, owner);
 }
 
-}  // namespace arrayport::python
+}  // namespace python
+}  // namespace arrayport

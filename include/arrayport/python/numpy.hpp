@@ -9,12 +9,15 @@
 
 #include <Python.h>
 
+#include <arrayport/config.hpp>
 #include <arrayport/dtype.hpp>
 #include <arrayport/layout.hpp>
 
 #include <cstdint>
 
-namespace arrayport::python::numpy {
+namespace ARRAYPORT_NAMESPACE {
+namespace python {
+namespace numpy {
 
 struct array_fields {
   PyObject_HEAD char* data;
@@ -83,4 +86,6 @@ inline bool read_geometry(const array_fields* a, std::int64_t itemsize, std::int
   return l.ok() && (l.count == 0 || (a->data && fits_address_space(a->data, l)));
 }
 
-}  // namespace arrayport::python::numpy
+}  // namespace numpy
+}  // namespace python
+}  // namespace arrayport

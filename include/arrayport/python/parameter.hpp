@@ -5,13 +5,15 @@
 // and adds only its library's spelling of the cast operators and of "a Python error is set".
 #pragma once
 
+#include <arrayport/config.hpp>
 #include <arrayport/python/acquire.hpp>
 #include <arrayport/view.hpp>
 
 #include <cstddef>
 #include <type_traits>
 
-namespace arrayport::python {
+namespace ARRAYPORT_NAMESPACE {
+namespace python {
 
 namespace detail {
 
@@ -133,4 +135,5 @@ class parameter {
   View m_value;
 };
 
-}  // namespace arrayport::python
+}  // namespace python
+}  // namespace arrayport

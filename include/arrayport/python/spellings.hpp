@@ -2,6 +2,7 @@
 // formats ("f"), parsed and produced for the Python bridge. Pure C++: no Python.h needed.
 #pragma once
 
+#include <arrayport/config.hpp>
 #include <arrayport/dtype.hpp>
 #include <arrayport/error.hpp>
 
@@ -16,7 +17,7 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "arrayport targets little-endian hosts only");
 #endif
 
-namespace arrayport {
+namespace ARRAYPORT_NAMESPACE {
 
 // ---------------------------------------------------------------------------------------------
 // NumPy array-interface typestr (__array_interface__ / __cuda_array_interface__ "typestr")

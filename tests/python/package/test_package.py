@@ -151,6 +151,42 @@ def test_core_exports_its_init_function_alone():
     assert exported == ["PyInit__core"]
 
 
+# An extension built with default visibility (a plain setuptools or CMake module) that uses the
+# Python-facing headers: their inline code and its statics (the API slot) stay private to it.
+HIDDEN_USER = r"""
+#include <arrayport/capi.hpp>
+#include <arrayport/python/parameter.hpp>
+int use(PyObject* o) {
+  arrayport::capi::arg<float, 1> a("a");
+  arrayport::python::parameter<arrayport::view<const double, 2>> p;
+  return a.load(o) + p.load(o, true) + (arrayport::python::current_stream() != nullptr);
+}
+"""
+
+
+@pytest.mark.parametrize("override", [False, True], ids=["hidden", "ARRAYPORT_NAMESPACE=arrayport"])
+def test_python_facing_code_is_hidden_in_a_default_visibility_extension(tmp_path, override):
+    cxx, nm = shutil.which("c++") or shutil.which("g++"), shutil.which("nm")
+    if cxx is None or nm is None:
+        pytest.skip("no C++ compiler or nm (binutils)")
+    (tmp_path / "user.cpp").write_text(HIDDEN_USER)
+    lib = tmp_path / "user.so"
+    cmd = [cxx, "-std=c++17", "-O1", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "user.cpp"),
+           f"-I{arrayport.include_dir()}", f"-I{sysconfig.get_paths()['include']}"]
+    if override:  # the macro's escape hatch, and proof that the check below sees such symbols
+        cmd.append("-DARRAYPORT_NAMESPACE=arrayport")
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    out = subprocess.run([nm, "-D", "-C", "--defined-only", str(lib)], capture_output=True,
+                         text=True, check=True).stdout
+    exported = [line for line in out.splitlines()
+                if "arrayport::python::" in line or "arrayport::capi::" in line]
+    if override:
+        assert exported, out
+    else:
+        assert exported == [], exported
+    assert "use(_object*)" in out  # the extension's own function is still exported
+
+
 @needs_gpu
 @needs_cupy
 @needs_torch
