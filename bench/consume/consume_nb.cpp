@@ -1,6 +1,6 @@
 // Per-argument cost of a checked typed view: arrayport's nanobind caster against nb::ndarray,
 // the raw buffer protocol and a no-op, for the benchmark in bench/bench_consume.py.
-#include <arrayport/nanobind.hpp>
+#include <arrayport/bind/nanobind.hpp>
 
 #include <nanobind/ndarray.h>
 

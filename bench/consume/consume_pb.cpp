@@ -1,6 +1,6 @@
 // The pybind11 side of the consume benchmark: arrayport's pybind11 caster against py::buffer and
 // py::array_t (host arrays only: pybind11 has no device protocol).
-#include <arrayport/pybind11.hpp>
+#include <arrayport/bind/pybind11.hpp>
 
 #include <pybind11/numpy.h>
 

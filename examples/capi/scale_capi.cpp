@@ -1,5 +1,5 @@
 // The example kernel through the raw CPython API: PyArg_ParseTuple with arrayport's O& converter.
-#include <arrayport/capi.hpp>
+#include <arrayport/bind/capi.hpp>
 
 #include "scale.hpp"
 

@@ -1,5 +1,5 @@
 // The example kernel through nanobind: any float32 vector from any library, scaled in place.
-#include <arrayport/nanobind.hpp>
+#include <arrayport/bind/nanobind.hpp>
 
 #include "scale.hpp"
 

@@ -1,5 +1,5 @@
 // The example kernel through pybind11: any float32 vector from any library, scaled in place.
-#include <arrayport/pybind11.hpp>
+#include <arrayport/bind/pybind11.hpp>
 
 #include "scale.hpp"
 

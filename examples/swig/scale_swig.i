@@ -3,7 +3,7 @@
 %module scale_swig
 
 %include "stdint.i"
-%include "arrayport/swig/arrayport.i"
+%include "arrayport/bind/swig/arrayport.i"
 
 %{
 #include "scale_c.h"

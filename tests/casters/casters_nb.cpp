@@ -1,4 +1,4 @@
-#include <arrayport/nanobind.hpp>
+#include <arrayport/bind/nanobind.hpp>
 
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>

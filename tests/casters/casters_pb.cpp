@@ -1,4 +1,4 @@
-#include <arrayport/pybind11.hpp>
+#include <arrayport/bind/pybind11.hpp>
 
 #include <pybind11/stl.h>
 

@@ -1,6 +1,6 @@
 // The Python module my_kernels._ext through nanobind (the default; BINDING=pybind11 picks
 // bind_pybind11.cpp instead): saxpy(a, x, y) takes float32 vectors from any array library.
-#include <arrayport/nanobind.hpp>
+#include <arrayport/bind/nanobind.hpp>
 
 #include <exception>
 

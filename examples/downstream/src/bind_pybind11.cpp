@@ -1,6 +1,6 @@
 // The Python module my_kernels._ext through pybind11 (BINDING=pybind11): the same function as
 // bind_nanobind.cpp, for projects that already use pybind11.
-#include <arrayport/pybind11.hpp>
+#include <arrayport/bind/pybind11.hpp>
 
 #include <exception>
 

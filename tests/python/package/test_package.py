@@ -154,7 +154,7 @@ def test_core_exports_its_init_function_alone():
 # An extension built with default visibility (a plain setuptools or CMake module) that uses the
 # Python-facing headers: their inline code and its statics (the API slot) stay private to it.
 HIDDEN_USER = r"""
-#include <arrayport/capi.hpp>
+#include <arrayport/capi.hpp>  // the old path: forwards to bind/capi.hpp
 #include <arrayport/python/parameter.hpp>
 int use(PyObject* o) {
   arrayport::capi::arg<float, 1> a("a");
