@@ -216,8 +216,9 @@ def test_an_event_orders_work_on_two_streams(device0, work):
     a, b = cuda.Stream(), cuda.Stream()
     src, dst = work.zeros(1 << 20), work.zeros(1 << 20)
     # Warm-up: CuPy compiles a kernel on its first use, and a compile inside the timed part below
-    # could outlast the 100 ms of the spin.
+    # could outlast the 100 ms of the spin. Its fill of 0 is a memset: 1 compiles the fill kernel.
     work.spin(1)
+    work.fill(src, 1.0)
     work.fill(src, 0.0)
     work.copy(dst, src)
     work.all_equal(dst, 0.0)
