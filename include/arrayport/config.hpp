@@ -19,11 +19,11 @@
 #define ARRAYPORT_HOST_DEVICE
 #endif
 
-// What the Python-facing headers (python/, capi.hpp) open: code that every extension compiles in
-// and that talks to arrayport._core is hidden in that extension's shared object, as pybind11's and
-// nanobind's namespaces are, so two extensions built against different arrayport versions never
-// bind to each other's copy even when a loader shares symbols (RTLD_GLOBAL). The C++ core keeps
-// default visibility: its types live in any program's classes without -Wattributes warnings.
+// What the Python-facing headers (python/, bind/capi.hpp) open: code that every extension
+// compiles in and that talks to arrayport._core is hidden in that extension's shared object, as
+// pybind11's and nanobind's namespaces are, so two extensions built against different arrayport
+// versions never bind to each other's copy even when a loader shares symbols (RTLD_GLOBAL). The
+// C++ core keeps default visibility: its types live in any program's classes without warnings.
 #ifndef ARRAYPORT_NAMESPACE
 #if defined(__GNUC__) && !defined(_WIN32)
 #define ARRAYPORT_NAMESPACE arrayport __attribute__((visibility("hidden")))

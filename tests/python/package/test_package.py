@@ -166,7 +166,8 @@ int use(PyObject* o) {
 """
 
 
-@pytest.mark.parametrize("override", [False, True], ids=["hidden", "ARRAYPORT_NAMESPACE=arrayport"])
+@pytest.mark.parametrize("override", [False, True],
+                         ids=["hidden", "ARRAYPORT_NAMESPACE=arrayport"])
 def test_python_facing_code_is_hidden_in_a_default_visibility_extension(tmp_path, override):
     cxx, nm = shutil.which("c++") or shutil.which("g++"), shutil.which("nm")
     if cxx is None or nm is None:
