@@ -22,6 +22,7 @@ set(ARRAYPORT_CORE_SOURCES
   array/operand.cpp
   array/managed_memory.cpp
   array/dlpack_export.cpp
+  array/exchange_export.cpp
   bridge/consume.cpp
   bridge/held.cpp
   bridge/type_cache.cpp

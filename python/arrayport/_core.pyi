@@ -6,7 +6,7 @@ both bind the same names with the same signatures.
 """
 
 import sys
-from typing import Any, Callable, Literal, Sequence, final
+from typing import Any, Callable, ClassVar, Literal, Sequence, final
 
 # The submodules arrayport._core.cuda and arrayport._core.ops are what arrayport.cuda and
 # arrayport.ops re-export under the same names: their types are there (the test checks that the
@@ -88,6 +88,9 @@ class Array:
     def __dlpack__(self, *, stream: int | None = None, max_version: tuple[int, int] | None = None,
                    dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any: ...
     def __dlpack_device__(self) -> tuple[int, int]: ...
+    # The DLPack C exchange API's table: a capsule "dlpack_exchange_api", and its address.
+    __dlpack_c_exchange_api__: ClassVar[Any]
+    __c_dlpack_exchange_api__: ClassVar[int]
     def __len__(self) -> int: ...
     # NumPy 2's rules: int/float/complex of a 0-d array, bool of one element, index of a 0-d int.
     def __int__(self) -> int: ...

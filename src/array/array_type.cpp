@@ -5,6 +5,7 @@
 
 #include "array/array_internal.hpp"
 #include "array/dlpack_export.hpp"
+#include "array/exchange_export.hpp"
 #include "common/errors.hpp"
 
 #include <arrayport/layout.hpp>
@@ -320,6 +321,7 @@ PyObject* array_from_view(const arrayport_view_t* view, PyObject* owner) noexcep
 void register_array(nb::module_& m) {
   array_type = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&array_spec));
   if (!array_type) throw nb::python_error();
+  register_exchange_api(array_type);
   m.attr("Array") = nb::borrow(reinterpret_cast<PyObject*>(array_type));
   register_creation_functions(m);
   m.def("_dlpack_live_exports", &dlpack_live_exports,

@@ -119,6 +119,36 @@ bool same_device(const arrayport_device_t& a, int type, int id) {
   return a.device_type == type && a.device_id == id;
 }
 
+// A managed tensor of the array as `device`, holding a reference to it until its deleter runs.
+void* new_tensor(PyObject* self, arrayport_device_t device, bool versioned) {
+  auto* a = reinterpret_cast<array_object*>(self);
+  auto* ctx = new export_ctx();
+  ctx->shape.assign(a->view.shape, a->view.shape + a->view.ndim);
+  ctx->strides.assign(a->view.strides, a->view.strides + a->view.ndim);
+  arrayport_dl_tensor_t t{};
+  t.data = a->view.data;
+  t.device = device;
+  t.ndim = a->view.ndim;
+  t.dtype = a->view.dtype;
+  t.shape = ctx->shape.data();
+  t.strides = ctx->strides.data();
+  t.byte_offset = 0;
+  ctx->owner = Py_NewRef(self);
+  g_live.fetch_add(1, std::memory_order_relaxed);
+  if (versioned) {
+    ctx->versioned.version = {ARRAYPORT_DLPACK_MAJOR_VERSION, ARRAYPORT_DLPACK_MINOR_VERSION};
+    ctx->versioned.manager_ctx = ctx;
+    ctx->versioned.deleter = deleter<arrayport_dl_managed_tensor_versioned_t>;
+    ctx->versioned.flags = is_readonly(a) ? ARRAYPORT_DLPACK_FLAG_READ_ONLY : 0;
+    ctx->versioned.dl_tensor = t;
+    return &ctx->versioned;
+  }
+  ctx->legacy.dl_tensor = t;
+  ctx->legacy.manager_ctx = ctx;
+  ctx->legacy.deleter = deleter<arrayport_dl_managed_tensor_t>;
+  return &ctx->legacy;
+}
+
 PyObject* export_impl(PyObject* self, PyObject* args, PyObject* kwargs) {
   static const char* keywords[] = {"stream", "max_version", "dl_device", "copy", nullptr};
   PyObject *stream = Py_None, *max_version = Py_None, *dl_device = Py_None, *copy = Py_None;
@@ -193,39 +223,14 @@ PyObject* export_impl(PyObject* self, PyObject* args, PyObject* kwargs) {
     stream_handshake(a, stream);
   }
 
-  auto* ctx = new export_ctx();
-  ctx->shape.assign(a->view.shape, a->view.shape + a->view.ndim);
-  ctx->strides.assign(a->view.strides, a->view.strides + a->view.ndim);
-  arrayport_dl_tensor_t t{};
-  t.data = a->view.data;
-  t.device = device;
-  t.ndim = a->view.ndim;
-  t.dtype = a->view.dtype;
-  t.shape = ctx->shape.data();
-  t.strides = ctx->strides.data();
-  t.byte_offset = 0;
-  ctx->owner = Py_NewRef(self);
-  void* tensor;
-  if (versioned) {
-    ctx->versioned.version = {ARRAYPORT_DLPACK_MAJOR_VERSION, ARRAYPORT_DLPACK_MINOR_VERSION};
-    ctx->versioned.manager_ctx = ctx;
-    ctx->versioned.deleter = deleter<arrayport_dl_managed_tensor_versioned_t>;
-    ctx->versioned.flags = readonly ? ARRAYPORT_DLPACK_FLAG_READ_ONLY : 0;
-    ctx->versioned.dl_tensor = t;
-    tensor = &ctx->versioned;
-  } else {
-    ctx->legacy.dl_tensor = t;
-    ctx->legacy.manager_ctx = ctx;
-    ctx->legacy.deleter = deleter<arrayport_dl_managed_tensor_t>;
-    tensor = &ctx->legacy;
-  }
-  g_live.fetch_add(1, std::memory_order_relaxed);
+  void* tensor = new_tensor(self, device, versioned);
   PyObject* capsule =
       PyCapsule_New(tensor, versioned ? versioned_name : legacy_name, capsule_destructor);
   if (!capsule) {
-    Py_DECREF(ctx->owner);
-    delete ctx;
-    g_live.fetch_sub(1, std::memory_order_relaxed);
+    if (versioned)
+      deleter(static_cast<arrayport_dl_managed_tensor_versioned_t*>(tensor));
+    else
+      deleter(static_cast<arrayport_dl_managed_tensor_t*>(tensor));
     return nullptr;
   }
   return capsule;
@@ -240,6 +245,11 @@ PyObject* dlpack_export(PyObject* self, PyObject* args, PyObject* kwargs) {
 PyObject* dlpack_device(PyObject* self, PyObject*) {
   const arrayport_device_t d = reinterpret_cast<array_object*>(self)->view.device;
   return Py_BuildValue("(ii)", d.device_type, d.device_id);
+}
+
+arrayport_dl_managed_tensor_versioned_t* versioned_tensor(PyObject* self) {
+  return static_cast<arrayport_dl_managed_tensor_versioned_t*>(
+      new_tensor(self, reinterpret_cast<array_object*>(self)->view.device, true));
 }
 
 std::int64_t dlpack_live_exports() noexcept { return g_live.load(std::memory_order_relaxed); }

@@ -14,21 +14,8 @@
 
 namespace arrayport::bridge {
 
-struct dl_exchange_api_header {
-  arrayport_dlpack_version_t version;
-  dl_exchange_api_header* prev_api;
-};
-
-/// The table, laid out as the specification defines.
-struct dl_exchange_api {
-  dl_exchange_api_header header;
-  int (*managed_tensor_allocator)(arrayport_dl_tensor_t*, arrayport_dl_managed_tensor_versioned_t**,
-                                  void*, void (*)(void*, const char*, const char*));
-  int (*managed_tensor_from_py_object_no_sync)(void*, arrayport_dl_managed_tensor_versioned_t**);
-  int (*managed_tensor_to_py_object_no_sync)(arrayport_dl_managed_tensor_versioned_t*, void**);
-  int (*dltensor_from_py_object_no_sync)(void*, arrayport_dl_tensor_t*);  // may be NULL
-  int (*current_work_stream)(int device_type, std::int32_t device_id, void** out_stream);
-};
+/// The table, laid out as the specification defines (c/dlpack.h).
+using dl_exchange_api = arrayport_dlpack_exchange_api_t;
 
 /// The exchange API table of a type: a capsule "dlpack_exchange_api" (PyTorch) or an int address
 /// (the DLPack 1.2 spelling __c_dlpack_exchange_api__). nullptr when absent or of another major.

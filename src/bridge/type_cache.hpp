@@ -3,18 +3,18 @@
 // did last time.
 #pragma once
 
+#include <arrayport/c/dlpack.h>
+
 #include <Python.h>
 
 #include <cstdint>
 
 namespace arrayport::bridge {
 
-struct dl_exchange_api;
-
 struct type_entry {
   PyTypeObject* type = nullptr;  // a strong reference: a cached type is never freed and reused
   std::uint32_t protocols = 0;   // what the type offers (python::protocol bits)
-  const dl_exchange_api* exchange = nullptr;
+  const arrayport_dlpack_exchange_api_t* exchange = nullptr;
   bool numpy = false;            // numpy.ndarray or a subclass: its struct is read directly
   bool jax = false;              // jaxlib's ArrayImpl: see jax.hpp
   std::int8_t dlpack_cuda = -1;  // where its last __dlpack__ tensor was: 1 CUDA, 0 host, -1 unknown

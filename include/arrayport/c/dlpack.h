@@ -58,6 +58,37 @@ typedef struct arrayport_dl_managed_tensor_versioned {
   arrayport_dl_tensor_t dl_tensor;
 } arrayport_dl_managed_tensor_versioned_t;
 
+/* The DLPack C exchange API (DLPack 1.2+): a table of C functions a Python array type offers as
+ * type(x).__dlpack_c_exchange_api__ (a capsule "dlpack_exchange_api", DLPack 1.3) or
+ * type(x).__c_dlpack_exchange_api__ (its address as an int, DLPack 1.2). Each function returns 0
+ * on success and -1 on failure with a Python exception set (the allocator: with SetError called);
+ * none synchronises a stream: the consumer works on current_work_stream(). */
+#define ARRAYPORT_DLPACK_EXCHANGE_API_MINOR 3 /* the DLPack 1.x whose table this is */
+
+typedef struct arrayport_dlpack_exchange_api_header {
+  arrayport_dlpack_version_t version;
+  struct arrayport_dlpack_exchange_api_header* prev_api; /* an older table, or NULL */
+} arrayport_dlpack_exchange_api_header_t;
+
+typedef struct arrayport_dlpack_exchange_api {
+  arrayport_dlpack_exchange_api_header_t header;
+  /* A new tensor of the prototype's dtype, ndim, shape and device, owned by the producer. */
+  int (*managed_tensor_allocator)(arrayport_dl_tensor_t* prototype,
+                                  arrayport_dl_managed_tensor_versioned_t** out, void* error_ctx,
+                                  void (*set_error)(void* error_ctx, const char* kind,
+                                                    const char* message));
+  /* An owning tensor of the object: its deleter is called exactly once. */
+  int (*managed_tensor_from_py_object_no_sync)(void* py_object,
+                                               arrayport_dl_managed_tensor_versioned_t** out);
+  /* The producer's Python object over an owning tensor, whose ownership is taken (stolen). */
+  int (*managed_tensor_to_py_object_no_sync)(arrayport_dl_managed_tensor_versioned_t* tensor,
+                                             void** out_py_object);
+  /* A non-owning DLTensor, valid while the object lives unchanged; may be NULL. */
+  int (*dltensor_from_py_object_no_sync)(void* py_object, arrayport_dl_tensor_t* out);
+  /* The producer's current work stream of a device (NULL for the CPU). */
+  int (*current_work_stream)(int32_t device_type, int32_t device_id, void** out_stream);
+} arrayport_dlpack_exchange_api_t;
+
 ARRAYPORT_C_STATIC_ASSERT(sizeof(arrayport_dl_tensor_t) == 48, "DLTensor layout");
 ARRAYPORT_C_STATIC_ASSERT(offsetof(arrayport_dl_tensor_t, shape) == 24, "DLTensor layout");
 ARRAYPORT_C_STATIC_ASSERT(offsetof(arrayport_dl_tensor_t, byte_offset) == 40, "DLTensor layout");
@@ -66,6 +97,8 @@ ARRAYPORT_C_STATIC_ASSERT(offsetof(arrayport_dl_managed_tensor_versioned_t, flag
                            "DLManagedTensorVersioned layout");
 ARRAYPORT_C_STATIC_ASSERT(offsetof(arrayport_dl_managed_tensor_versioned_t, dl_tensor) == 32,
                            "DLManagedTensorVersioned layout");
+ARRAYPORT_C_STATIC_ASSERT(sizeof(arrayport_dlpack_exchange_api_t) == 56,
+                          "DLPackExchangeAPI layout");
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -140,3 +140,40 @@ def test_torch_through_dlpack_sees_the_streams_writes(cupy, memory):
 def test_a_kept_view_sees_the_streams_writes(cupy, memory):
     # arrayport.view() of an Array orders the Array's stream before the current one.
     run(cupy, memory, lambda a: ap.view(a).get())
+
+
+@pytest.mark.parametrize("memory", ALL)
+@pytest.mark.parametrize("slot", ["owning", "non-owning"])
+def test_an_exchange_api_consumer_sees_the_streams_writes(cupy, memory, slot):
+    # A C consumer of the DLPack exchange API works on current_work_stream() (here `other`, the
+    # current stream): taking the Array orders the Array's stream before it.
+    import ctypes
+
+    from dlpack_ctypes import DLTensor
+    from exchange_ctypes import P_MT, current_work_stream, dltensor_from_py, from_py
+
+    class Unordered:
+        """The consumer's own reading of the pointer: an interface that asks for no ordering."""
+
+        def __init__(self, data):
+            self.__cuda_array_interface__ = {"shape": (N,), "typestr": "<f4", "data": (data, True),
+                                             "version": 3, "stream": None}
+
+    def read(a):
+        if slot == "owning":
+            out = P_MT()
+            assert from_py(a, ctypes.byref(out)) == 0
+            t = out.contents.dl_tensor
+        else:
+            t = DLTensor()
+            assert dltensor_from_py(a, ctypes.byref(t)) == 0
+        work = ctypes.c_void_p()
+        assert current_work_stream(t.device.device_type, t.device.device_id, ctypes.byref(work)) == 0
+        assert (work.value or 0) == (cuda.current_stream().handle or 0)
+        host = ap.empty(N, "float32", memory="pinned")
+        host[...] = ap.view(Unordered(t.data))  # copied on the work stream, nothing else ordered
+        cuda.current_stream().synchronize()
+        if slot == "owning":
+            out.contents.deleter(out)
+        return host.get()
+    run(cupy, memory, read)
