@@ -7,6 +7,7 @@
 
 #include "array/array_internal.hpp"
 #include "array/dlpack_export.hpp"
+#include "bridge/checks.hpp"
 #include "bridge/consume.hpp"
 #include "bridge/dlpack.hpp"
 #include "cuda/current_stream.hpp"
@@ -69,6 +70,11 @@ int dltensor_from_py_object(void* py_object, arrayport_dl_tensor_t* out) noexcep
   return guarded<int>(-1, [&] {
     const array_object* a = array_arg(py_object, "dltensor_from_py_object_no_sync");
     if (!out) throw value_error("dltensor_from_py_object_no_sync: out must not be NULL");
+    // A DLTensor has no read-only flag: a consumer would take a read-only Array as writable.
+    if (is_readonly(a))
+      throw buffer_error(
+          "dltensor_from_py_object_no_sync: a read-only Array has no DLTensor, which cannot say "
+          "read-only; take managed_tensor_from_py_object_no_sync, whose tensor is flagged");
     order_for_consumer(a);
     // The Array's own extents (strides in elements, as DLPack's): valid while it lives. DLPack
     // spells them non-const; a consumer never writes them.
@@ -96,45 +102,6 @@ void release_tensor(PyObject* capsule) noexcept {
   PyErr_Restore(type, value, trace);
 }
 
-// The view of an owning tensor's DLTensor, checked as every import is (layout.hpp).
-arrayport_view_t view_of(const versioned_t& t, std::int64_t* compact) {
-  const char* what = "managed_tensor_to_py_object_no_sync";
-  if (t.version.major != ARRAYPORT_DLPACK_MAJOR_VERSION)
-    throw buffer_error(std::string(what) + ": expected a DLPack 1.x tensor, got version " +
-                       std::to_string(t.version.major) + "." + std::to_string(t.version.minor));
-  const arrayport_dl_tensor_t& dl = t.dl_tensor;
-  memory_kind kind;
-  if (!bridge::dl_device_kind(dl.device, kind))
-    throw value_error(std::string(what) + ": unsupported DLPack device type " +
-                      std::to_string(dl.device.device_type) +
-                      ": expected kDLCPU (1), kDLCUDA (2), kDLCUDAHost (3) or kDLCUDAManaged (13)");
-  if (dl.ndim < 0 || dl.ndim > ARRAYPORT_MAX_NDIM)
-    throw value_error(std::string(what) + ": expected 0 to " + std::to_string(ARRAYPORT_MAX_NDIM) +
-                      " dimensions, got " + std::to_string(dl.ndim));
-  if (dl.ndim > 0 && !dl.shape) throw value_error(std::string(what) + ": shape is NULL");
-  const dtype dt = dtype::from_c(dl.dtype);
-  if (!is_supported(dt))
-    throw type_error(std::string(what) + ": unsupported DLPack dtype " +
-                     arrayport::detail::describe(dt) + ": expected one of " +
-                     std::string(arrayport::detail::supported_dtype_names));
-  const std::int64_t* strides = dl.strides;
-  if (!strides && dl.ndim > 0) {
-    if (!compact_strides(dl.shape, dl.ndim, compact, static_cast<std::int64_t>(dt.itemsize())))
-      throw value_error(std::string(what) + ": shape " + shape_string(dl.shape, dl.ndim) +
-                        " has more bytes than an address can span");
-    strides = compact;
-  }
-  check_layout(what, dl.shape, strides, dl.ndim, static_cast<std::int64_t>(dt.itemsize()));
-  std::uintptr_t address = 0;
-  if (__builtin_add_overflow(reinterpret_cast<std::uintptr_t>(dl.data), dl.byte_offset, &address))
-    throw value_error(std::string(what) + ": data + byte_offset is past the address space");
-  arrayport_view_t v{};
-  c_view_place place{static_cast<std::uint32_t>(kind), dl.device};
-  place.flags = (t.flags & ARRAYPORT_DLPACK_FLAG_READ_ONLY) ? ARRAYPORT_VIEW_READONLY : 0u;
-  fill_c_view(v, reinterpret_cast<void*>(address), dl.dtype, dl.shape, strides, dl.ndim, place);
-  return v;
-}
-
 int to_py_object(versioned_t* tensor, void** out) noexcept {
   // The tensor is ours from here on: every failure below still runs its deleter, once, before
   // the error is set (a deleter may be Python code, which must not start with an error set).
@@ -142,11 +109,21 @@ int to_py_object(versioned_t* tensor, void** out) noexcept {
   try {
     if (!tensor) throw value_error("managed_tensor_to_py_object_no_sync: tensor is NULL");
     if (!out) throw value_error("managed_tensor_to_py_object_no_sync: out must not be NULL");
-    std::int64_t compact[ARRAYPORT_MAX_NDIM];
-    const arrayport_view_t v = view_of(*tensor, compact);
     owner = PyCapsule_New(tensor, "arrayport.dlpack_owner", release_tensor);
     if (!owner) throw nb::python_error();
-    PyObject* array = array_from_view(&v, owner);
+    python::constraints c;
+    c.name = "managed_tensor_to_py_object_no_sync";
+    if (tensor->version.major != ARRAYPORT_DLPACK_MAJOR_VERSION)
+      bridge::fail_buffer(c, owner,
+                          "expected a DLPack 1.x tensor, got version " +
+                              std::to_string(tensor->version.major) + "." +
+                              std::to_string(tensor->version.minor));
+    // Read and checked as every DLPack import is (dtype, device, extents, address space).
+    bridge::held scratch;  // only its extents: it holds nothing
+    const bool readonly = (tensor->flags & ARRAYPORT_DLPACK_FLAG_READ_ONLY) != 0;
+    bridge::from_dl_tensor(scratch, c, owner, tensor->dl_tensor, readonly);
+    bridge::check_geometry(c, owner, scratch.view);
+    PyObject* array = array_from_view(&scratch.view, owner);
     if (!array) throw nb::python_error();
     Py_DECREF(owner);  // the Array holds it
     *out = array;

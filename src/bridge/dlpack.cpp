@@ -123,6 +123,8 @@ void from_dl_tensor(held& a, const python::constraints& c, PyObject* obj,
   if (t.ndim > 0 && !t.shape) fail_value(c, obj, "DLPack tensor has a NULL shape");
   check_dl_dtype(c, obj, t.dtype);
   const memory_kind kind = kind_of_dl_device(c, obj, t.device);
+  if (is_gpu_resident(kind) && t.device.device_id < 0)
+    fail_value(c, obj, "expected a CUDA device id >= 0, got " + std::to_string(t.device.device_id));
   std::int64_t* ext = a.extents(t.ndim);
   for (int i = 0; i < t.ndim; ++i) {
     ext[i] = t.shape[i];

@@ -4,6 +4,7 @@
 
 #include "bridge/checks.hpp"
 #include "bridge/dlpack.hpp"
+#include "bridge/type_cache.hpp"
 
 #include <arrayport/dtype.hpp>
 #include <arrayport/runtime.hpp>
@@ -12,21 +13,42 @@
 
 namespace arrayport::bridge {
 
+namespace {
+
+// Whether the type in `type`'s MRO that defines `name` is a C type (or one an extension made),
+// not a class statement's: a subclass in Python of a C tensor type inherits its table.
+bool defined_in_c(PyTypeObject* type, PyObject* name) noexcept {
+  PyObject* mro = type->tp_mro;
+  if (!mro || !PyTuple_Check(mro)) return false;
+  for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(mro); ++k) {
+    auto* base = reinterpret_cast<PyTypeObject*>(PyTuple_GET_ITEM(mro, k));
+    PyObject* dict = base->tp_dict;
+    if (dict && PyDict_Contains(dict, name) == 1) return !named_by_python(base);
+  }
+  PyErr_Clear();
+  return false;
+}
+
+}  // namespace
+
 const dl_exchange_api* find_exchange_api(PyTypeObject* type) noexcept {
   static PyObject* const names[2] = {interned("__dlpack_c_exchange_api__"),
                                      interned("__c_dlpack_exchange_api__")};
-  for (PyObject* name : names) {
-    if (!name) continue;
-    PyObject* attr = PyObject_GetAttr(reinterpret_cast<PyObject*>(type), name);
+  for (int i = 0; i < 2; ++i) {
+    if (!names[i]) continue;
+    PyObject* attr = PyObject_GetAttr(reinterpret_cast<PyObject*>(type), names[i]);
     if (!attr) {
       PyErr_Clear();
       continue;
     }
     const void* table = nullptr;
-    if (PyCapsule_CheckExact(attr))
+    if (PyCapsule_CheckExact(attr)) {
       table = PyCapsule_GetPointer(attr, "dlpack_exchange_api");
-    else if (PyLong_Check(attr))
+    } else if (i == 1 && PyLong_Check(attr) && defined_in_c(type, names[i])) {
+      // DLPack 1.2's spelling: the table's address as an int. Any class statement could write
+      // an int there, and reading a wrong address crashes: taken only from types made in C.
       table = PyLong_AsVoidPtr(attr);
+    }
     Py_DECREF(attr);
     if (!table) {
       PyErr_Clear();
@@ -85,9 +107,8 @@ bool exchange_borrow(PyObject* obj, const dl_exchange_api& api, const python::co
       arrayport::dtype::from_c(t.dtype) != expected || !reaches(c, kind) || (rank > 0 && !t.shape))
     return false;
   std::int64_t compact[8];  // written by compact_strides before it is read
-  if (!t.strides &&
-      (rank > 8 ||
-       !compact_strides(t.shape, rank, compact, static_cast<std::int64_t>(expected.itemsize()))))
+  if (!t.strides && (rank > 8 || !compact_strides(t.shape, rank, compact,
+                                                  static_cast<std::int64_t>(expected.itemsize()))))
     return false;
   std::uintptr_t address = 0;
   if (t.data &&

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
 namespace arrayport::ops {
@@ -90,6 +91,15 @@ ARRAYPORT_HOST_DEVICE inline float fabs_(float x) { return fabsf(x); }
 ARRAYPORT_HOST_DEVICE inline double fabs_(double x) { return fabs(x); }
 ARRAYPORT_HOST_DEVICE inline float copysign_(float x, float y) { return copysignf(x, y); }
 ARRAYPORT_HOST_DEVICE inline double copysign_(double x, double y) { return copysign(x, y); }
+// Without <cmath>'s overloads, which device code may lack.
+template <class R>
+ARRAYPORT_HOST_DEVICE inline bool isnan_(R x) {
+  return x != x;
+}
+template <class R>
+ARRAYPORT_HOST_DEVICE inline bool isinf_(R x) {
+  return fabs_(x) > std::numeric_limits<R>::max();
+}
 
 template <class C>
 ARRAYPORT_HOST_DEVICE bool is_nan(C x) {
@@ -168,12 +178,26 @@ struct square_fn {
 struct sqrt_fn {
   template <class C>
   ARRAYPORT_HOST_DEVICE C operator()(C a) const {
-    if constexpr (is_complex_v<C>) {  // principal root, branch cut on the negative real axis
+    if constexpr (is_complex_v<C>) {  // C99's csqrt (Annex G), which NumPy's sqrt is
       using R = decltype(a.re);
+      const R inf = std::numeric_limits<R>::infinity(), nan = std::numeric_limits<R>::quiet_NaN();
       if (a.re == R(0) && a.im == R(0)) return C{R(0), a.im};
-      const R t = detail::sqrt_((detail::fabs_(a.re) + detail::hypot_(a.re, a.im)) / R(2));
-      if (a.re >= R(0)) return C{t, a.im / (R(2) * t)};
-      return C{detail::fabs_(a.im) / (R(2) * t), detail::copysign_(t, a.im)};
+      if (detail::isinf_(a.im)) return C{inf, a.im};  // x + i inf, x even NaN
+      if (detail::isinf_(a.re)) {
+        if (a.re > R(0))  // +inf + iy -> +inf + i0 (sign of y); +inf + iNaN -> +inf + iNaN
+          return C{a.re, detail::isnan_(a.im) ? a.im : detail::copysign_(R(0), a.im)};
+        // -inf + iy -> 0 + i inf (sign of y); -inf + iNaN -> NaN + i inf
+        return C{detail::isnan_(a.im) ? a.im : R(0), detail::copysign_(inf, a.im)};
+      }
+      if (detail::isnan_(a.re) || detail::isnan_(a.im)) return C{nan, nan};
+      // |re| + hypot overflows from max/2: a quarter of z has half the root.
+      const R big = R(0.25) * std::numeric_limits<R>::max();
+      const bool scale = detail::fabs_(a.re) > big || detail::fabs_(a.im) > big;
+      const R re = scale ? a.re * R(0.25) : a.re, im = scale ? a.im * R(0.25) : a.im;
+      const R k = scale ? R(2) : R(1);
+      const R t = detail::sqrt_((detail::fabs_(re) + detail::hypot_(re, im)) / R(2));
+      if (re >= R(0)) return C{k * t, k * (im / (R(2) * t))};
+      return C{k * (detail::fabs_(im) / (R(2) * t)), k * detail::copysign_(t, im)};
     } else {
       return detail::sqrt_(a);
     }

@@ -267,6 +267,8 @@ def exchange_type():
     def __init__(self, **kw):
         self.p = Producer(**kw)
 
+    # DLPack 1.3's spelling, a capsule (the int address of 1.2 is taken only from C types).
+    capsule = _pyapi.PyCapsule_New(ctypes.addressof(api), b"dlpack_exchange_api", None)
     return type("ExchangeProducer", (), {
-        "__init__": __init__, "__c_dlpack_exchange_api__": ctypes.addressof(api),
+        "__init__": __init__, "__dlpack_c_exchange_api__": capsule,
         "_keep": (api, from_py, dltensor_from_py, work_stream)})

@@ -31,7 +31,7 @@ def layouts(dtype: str):
     yield "strided", base[:, ::2, 1::2]
     yield "reversed", base[::-1, :, ::-1]
     yield "transposed", base.transpose(2, 0, 1)
-    yield "0-d", base[1, 2, 3]
+    yield "0-d", np.array(base[1, 2, 3])
     yield "empty", base[:, 4:, :]
     yield "1-d", base.reshape(-1)
 
@@ -66,6 +66,16 @@ def test_the_non_owning_tensor_describes_every_layout(dtype):
         assert (t.dtype.code, t.dtype.bits, t.dtype.lanes) == (DL_CODE[n.dtype.kind], 8 * n.itemsize, 1)
         assert [t.shape[i] for i in range(n.ndim)] == list(n.shape), label
         assert [t.strides[i] for i in range(n.ndim)] == [s // n.itemsize for s in n.strides], label
+
+
+def test_the_non_owning_tensor_refuses_a_read_only_array():
+    # A DLTensor cannot say read-only: a consumer would write through it. The owning tensor can.
+    a = ap._core._readonly_view(ap.asarray(np.arange(4.0)))
+    with pytest.raises(BufferError, match="read-only Array has no DLTensor"):
+        dltensor_from_py(a, ctypes.byref(DLTensor()))
+    out = P_MT()
+    assert from_py(a, ctypes.byref(out)) == 0 and out.contents.flags & 1
+    out.contents.deleter(out)
 
 
 def test_slots_refuse_an_object_that_is_not_an_array():
@@ -189,12 +199,14 @@ def test_a_read_only_owning_tensor_gives_a_read_only_array():
     (dict(dtype=(2, 8, 1)), TypeError, "unsupported DLPack dtype"),
     (dict(dtype=(2, 32, 4)), TypeError, "unsupported DLPack dtype"),
     (dict(version=(2, 0)), BufferError, "expected a DLPack 1.x tensor, got version 2.0"),
-    (dict(ndim=-1), ValueError, "expected 0 to 64 dimensions, got -1"),
-    (dict(ndim=65), ValueError, "expected 0 to 64 dimensions, got 65"),
+    (dict(ndim=-1), ValueError, "expected at most 64 dimensions, got -1"),
+    (dict(ndim=65), ValueError, "expected at most 64 dimensions, got 65"),
     (dict(shape=(2**62, 4)), ValueError, "managed_tensor_to_py_object_no_sync: shape"),
     (dict(shape=(-1, 3)), ValueError, "-1"),
     (dict(strides=(2**61, 1)), ValueError, "2305843009213693952"),
-    (dict(byte_offset=2**64 - 8), ValueError, "past the address space"),
+    (dict(byte_offset=2**64 - 8), ValueError, "past the end of the address space"),
+    (dict(device=(2, -1)), ValueError, "expected a CUDA device id >= 0, got -1"),
+    (dict(device=(13, -3)), ValueError, "expected a CUDA device id >= 0, got -3"),
 ])
 def test_a_malformed_owning_tensor_raises_and_is_deleted_exactly_once(fields, error, match):
     made = Made(**fields)
@@ -202,6 +214,24 @@ def test_a_malformed_owning_tensor_raises_and_is_deleted_exactly_once(fields, er
     with pytest.raises(error, match=match):
         to_py_raw(made.pointer, ctypes.byref(out))
     assert not out.value
+    assert made.deleted[0] == 1
+
+
+def test_a_tensor_that_reaches_below_address_zero_is_refused():
+    # data 8 with strides (-3, -1) over (2, 3) float64 reaches 8 - 32 bytes: as every import.
+    made = Made(shape=(2, 3), strides=(-3, -1))
+    made.m.dl_tensor.data = 8
+    with pytest.raises(ValueError, match="past the ends of the address space"):
+        to_py_raw(made.pointer, ctypes.byref(ctypes.c_void_p()))
+    assert made.deleted[0] == 1
+
+
+def test_a_cpu_tensor_of_any_device_id_is_the_cpu():
+    made = Made(device=(1, 7))
+    b = new_array(made.pointer)
+    assert b.device == ("cpu", 0) and b.__dlpack_device__() == (1, 0)
+    del b
+    gc.collect()
     assert made.deleted[0] == 1
 
 

@@ -439,3 +439,31 @@ def test_a_python_class_named_numpy_ndarray_is_not_read_as_a_numpy_struct(n_slot
     assert (v.shape, v.dtype) == ((4,), "uint8")
     assert np.asarray(v).tolist() == [97, 98, 99, 100]
     assert _core._acquire_protocol(x) == "buffer"
+
+
+# ---- a forged DLPack exchange-API table -------------------------------------------------------
+
+
+FORGED_TABLE_SCRIPT = r"""
+import arrayport as ap, sys
+name, value = sys.argv[1], sys.argv[2]
+P = type("P", (), {name: int(value) if value.isdigit() else None})
+for call in (lambda: ap.view(P()), lambda: ap.asarray(P()), lambda: ap.ops.add(P(), 1)):
+    try:
+        call()
+    except TypeError as e:
+        print("TypeError:", e)
+"""
+
+
+@pytest.mark.parametrize("name", ["__dlpack_c_exchange_api__", "__c_dlpack_exchange_api__"])
+@pytest.mark.parametrize("value", ["16", "0", "none"])
+def test_a_python_class_with_an_int_exchange_table_is_not_read_as_one(name, value):
+    # DLPack 1.3's attribute holds a capsule; 1.2's int address is taken only from types made in
+    # C: an int a class statement wrote there is no table, never an address to read (a segfault).
+    r = subprocess.run([sys.executable, "-c", FORGED_TABLE_SCRIPT, name, value],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    assert len(lines) == 3 and all("which offers no array protocol" in line or "expected" in line
+                                   for line in lines), r.stdout

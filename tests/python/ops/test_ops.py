@@ -477,3 +477,25 @@ def test_out_that_is_an_input_element_for_element_is_written_in_place():
     m = np.arange(6, dtype=np.float32).reshape(2, 3)
     ops.multiply(m, m[:, :], out=m)          # another view of the same elements
     np.testing.assert_array_equal(m, np.arange(6, dtype=np.float32).reshape(2, 3) ** 2)
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_sqrt_is_c99_csqrt_at_every_special_value(dtype):
+    # NumPy's sqrt is C99's csqrt (Annex G): infinities, NaNs, signed zeros, and no overflow near
+    # the largest finite values. Every pair of these as (re, im), each part compared exactly where
+    # NumPy gives 0, an infinity or NaN (signs included), else to the dtype's tolerance.
+    big = float(np.finfo(dtype).max) / 2
+    values = [0.0, -0.0, 1.0, -1.0, 2.5, -3.0, 1e-310, -1e-310, big, -big, np.inf, -np.inf, np.nan]
+    z = np.array([complex(r, i) for r in values for i in values], dtype=dtype)
+    with np.errstate(all="ignore"):
+        want = np.sqrt(z)
+    got = np.asarray(ops.sqrt(z))
+    rtol = 2e-6 if dtype == "complex64" else 1e-12
+    for x, g, w in zip(z, got, want):
+        for gp, wp in ((g.real, w.real), (g.imag, w.imag)):
+            if np.isnan(wp):
+                assert np.isnan(gp), (x, g, w)
+            elif np.isinf(wp) or wp == 0:
+                assert gp == wp and np.signbit(gp) == np.signbit(wp), (x, g, w)
+            else:
+                assert gp == pytest.approx(wp, rel=rtol), (x, g, w)
