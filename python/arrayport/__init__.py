@@ -30,7 +30,7 @@ from ._core import (
     zeros,
     zeros_like,
 )
-from . import cuda, ops
+from . import _copying, cuda, ops
 from ._array_api import asarray, from_dlpack
 
 if TYPE_CHECKING:

@@ -24,7 +24,9 @@ Reductions (``sum, mean, min, max``) take ``axis`` (None: all, an int or a tuple
 ``out=`` (the result's shape and dtype exactly). ``dot(x, y, axis=None)`` is ``sum(x * y, axis)``
 with x and y broadcast together and accumulated as one reduction: for 1-d arrays the inner
 product (no conjugation), along an axis a batched inner product (``np.vecdot`` without its
-conjugation) -- not NumPy's matrix product for 2-d arrays.
+conjugation) -- not NumPy's matrix product for 2-d arrays. Its dtype is that of ``x * y``, as
+``np.dot``'s and ``np.vecdot``'s: uint8 products sum in uint8 (wrapping), bool ones give ``any(x &
+y)``, where ``sum`` would widen them.
 
 ``device=N`` runs any op on GPU N wherever its operands live. An element-wise op whose array
 operands are all contiguous host memory of the result's shape (NumPy in, no ``out=``) is staged in

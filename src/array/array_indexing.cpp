@@ -19,6 +19,12 @@ namespace {
   throw nb::python_error();
 }
 
+[[noreturn]] void not_an_index(PyObject* item, const char* why) {
+  index_error(std::string("only integers, slices (':'), ellipsis ('...') and None are valid "
+                          "indices (arrayport has no advanced indexing); got ") +
+              Py_TYPE(item)->tp_name + why);
+}
+
 }  // namespace
 
 // Basic indexing as NumPy defines it: ints, slices (any step), Ellipsis and None. Shared by
@@ -76,7 +82,13 @@ basic_index resolve_basic_index(array_object* a, PyObject* key) {
                (!is_array(item) || (as_array(item)->view.ndim == 0 &&
                                     dtype::from_c(as_array(item)->view.dtype).is_integer()))) {
       Py_ssize_t i = PyNumber_AsSsize_t(item, PyExc_IndexError);
-      if (i == -1 && PyErr_Occurred()) throw nb::python_error();
+      if (i == -1 && PyErr_Occurred()) {
+        // An __index__ that refuses (NumPy's for an array of more than one element, or of
+        // floats) says nothing of indexing: the key is no index here.
+        if (!PyErr_ExceptionMatches(PyExc_TypeError)) throw nb::python_error();
+        PyErr_Clear();
+        not_an_index(item, " (its __index__ refused)");
+      }
       const std::int64_t size = a->view.shape[axis];
       if (i < -size || i >= size)
         index_error("index " + std::to_string(i) + " is out of bounds for axis " +
@@ -85,9 +97,7 @@ basic_index resolve_basic_index(array_object* a, PyObject* key) {
       first[static_cast<std::size_t>(axis)] = i;
       ++axis;
     } else {
-      index_error(std::string("only integers, slices (':'), ellipsis ('...') and None are valid "
-                              "indices (arrayport has no advanced indexing); got ") +
-                  Py_TYPE(item)->tp_name);
+      not_an_index(item, "");
     }
   }
   while (axis < a->view.ndim) keep_axis(axis++);
@@ -165,6 +175,8 @@ PyObject* get_T(PyObject* self, void*) {
 PyObject* array_reshape(PyObject* self, PyObject* args) {
   return guarded<PyObject*>(nullptr, [&]() -> PyObject* {
     array_object* a = as_array(self);
+    if (PyTuple_GET_SIZE(args) == 0)
+      throw type_error("reshape: expected a shape (an int, ints or a tuple of ints), got none");
     nb::handle spec =
         PyTuple_GET_SIZE(args) == 1 ? nb::handle(PyTuple_GET_ITEM(args, 0)) : nb::handle(args);
     std::vector<std::int64_t> shape;

@@ -180,12 +180,15 @@ void start_call(ops::ew_call& call, const ew_request& r, const ew_operands& o, t
                    nullptr);
 }
 
-// out= overlapping an input other than element for element (out=x[1:] of add(x[:-1], 1)): the
-// result goes to a temporary first, then into out, as NumPy does.
+// out= overlapping an input other than element for element (out=x[1:] of add(x[:-1], 1)), or
+// an out= some of whose elements are one (a zero stride) over an input: the result goes to a
+// temporary first, then into out, as NumPy does.
 bool through_temporary(const ew_operands& o) {
-  for (int i = 0; o.has_out && i < o.n; ++i)
+  if (!o.has_out) return false;
+  const bool self_overlapping = may_self_overlap(o.out().view);
+  for (int i = 0; i < o.n; ++i)
     if (!o.is_scalar(i) && overlaps(o.args[i].view, o.out().view) &&
-        !same_elements(o.args[i].view, o.out().view))
+        (self_overlapping || !same_elements(o.args[i].view, o.out().view)))
       return true;
   return false;
 }

@@ -150,7 +150,8 @@ void register_ops(nb::module_& parent) {
         "keepdims"_a.none() = nb::bool_(false), nb::kw_only(), "out"_a = nb::none(),
         "device"_a = nb::none(),
         "sum(x * y) over axis (None: all), x and y broadcast together; no conjugation. For 1-d "
-        "arrays the inner product; not NumPy's matrix product for 2-d ones.");
+        "arrays the inner product; not NumPy's matrix product for 2-d ones. The result has the "
+        "dtype of x * y, as np.dot's and np.vecdot's (uint8 sums wrap in uint8).");
   // The package registers its staging of device= calls here (see bind/device.hpp).
   parent.def("_set_pipeline", &set_pipeline, "run"_a,
              "Registers arrayport._pipeline.run, the staging of device= calls (internal).");

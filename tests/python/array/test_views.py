@@ -362,3 +362,23 @@ def test_view_of_numpy_views(case):
     if n.size:
         v[...] = 0  # the same memory: NumPy sees the write
         assert not n.any()
+
+
+@pytest.mark.parametrize("key", [np.array([1]), np.array([0, 1]), np.array(1.0), np.array(True),
+                                 np.array([[1]])], ids=repr)
+def test_a_numpy_array_key_is_no_index_but_a_clear_index_error(key):
+    a = ap.asarray(np.arange(6.0))
+    with pytest.raises(IndexError, match=r"arrayport has no advanced indexing\); got numpy.ndarray"):
+        a[key]
+
+
+def test_a_0d_integer_numpy_array_key_is_an_integer_index():
+    a = ap.asarray(np.arange(6.0) * 10)
+    assert float(a[np.array(4)]) == 40.0 and float(a[np.int64(-1)]) == 50.0
+
+
+def test_reshape_without_a_shape_is_a_type_error():
+    with pytest.raises(TypeError, match=r"reshape: expected a shape .*got none"):
+        ap.zeros(24).reshape()
+    with pytest.raises(TypeError, match=r"reshape: expected a shape"):
+        ap.zeros(1).reshape()

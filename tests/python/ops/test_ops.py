@@ -499,3 +499,25 @@ def test_complex_sqrt_is_c99_csqrt_at_every_special_value(dtype):
                 assert gp == wp and np.signbit(gp) == np.signbit(wp), (x, g, w)
             else:
                 assert gp == pytest.approx(wp, rel=rtol), (x, g, w)
+
+
+@pytest.mark.parametrize("dtype, fill", [("uint8", 200), ("int32", 2**30), ("bool", True)])
+def test_dot_has_the_dtype_of_the_product_as_numpy_dot_has(dtype, fill):
+    # np.dot and np.vecdot sum in the dtype of x * y: uint8 and int32 wrap, bool is any(x & y).
+    x, y = np.full(4, fill, dtype), np.full(4, 2 if dtype != "bool" else True, dtype)
+    want = np.dot(x, y)
+    got = ops.dot(x, y)
+    assert got.dtype == np.asarray(want).dtype.name
+    assert np.asarray(got) == want
+
+
+@pytest.mark.parametrize("name", ["add", "multiply", "maximum"])
+def test_an_out_whose_elements_coincide_over_an_input_matches_numpy(name):
+    # out= with a zero stride writes several results to one element; where that element is also
+    # an input, the inputs are read before any write (through a temporary), as NumPy does.
+    from numpy.lib.stride_tricks import as_strided
+    want_x = np.arange(12.0).reshape(3, 4)
+    got_x = want_x.copy()
+    getattr(np, name)(np.ones((3, 4)), want_x[0], out=as_strided(want_x, (3, 4), (0, 8)))
+    getattr(ops, name)(np.ones((3, 4)), got_x[0], out=as_strided(got_x, (3, 4), (0, 8)))
+    assert np.array_equal(got_x, want_x)
