@@ -133,9 +133,10 @@ def _from_python_data(obj: Any, dtype: Any, kind: Optional[MemoryKind], index: O
     import numpy as np
 
     dt = None if dtype is None else _resolved_dtype(dtype, "asarray")
-    # NumPy converts Python data itself where it knows the dtype (ranges checked as its own asarray);
-    # bfloat16 is converted by copy() from NumPy's choice.
-    n = np.asarray(obj, dtype=dt if isinstance(dt, np.dtype) else None)
+    if str(dt) == "bfloat16":  # NumPy has none: its float32, rounded where it will live
+        return _to_bfloat16(_from_python_data(obj, "float32", kind, index, copy, stream))
+    # NumPy converts Python data itself where it knows the dtype (ranges checked as its own asarray).
+    n = np.asarray(obj, dtype=dt)
     if n.dtype.kind not in "biufc":  # objects, strings, ...: no arrayport dtype
         raise TypeError("asarray: obj: expected an array, a Python scalar or a nested sequence of "
                         f"numbers, got {type(obj).__name__}, which NumPy converts to dtype {n.dtype}")
@@ -155,7 +156,24 @@ def _place(a: Array, dtype: Any, kind: Optional[MemoryKind], index: Optional[int
         if reason:
             raise no_copy_error(f"{what}: copy=False, but {reason}, which needs a copy")
         return a
+    if dt is not None and (str(dt) == "bfloat16") != (a.dtype == "bfloat16"):
+        # NumPy, which converts dtypes here, has no bfloat16: ops.astype converts where the data
+        # is placed (always a new array, so copy=True is met; it waits for the placed array's
+        # stream, as every op does).
+        from . import ops
+
+        placed = a.to(memory=kind, device=index, stream=stream)
+        try:
+            return ops.astype(placed, str(dt))
+        except TypeError as e:  # a dtype ops does not compute in (int16, ...)
+            raise TypeError(f"{what}: converting {a.dtype} to {dt}: {e}") from None
     return a.to(memory=kind, device=index, stream=stream, dtype=dt, copy=bool(copy))
+
+
+def _to_bfloat16(a: Array) -> Array:
+    from . import ops
+
+    return ops.astype(a, "bfloat16")
 
 
 def _copy_reason(a: Array, dt: Any, kind: Optional[MemoryKind],

@@ -46,9 +46,10 @@ nb::object to_numpy(array_object* a, stream_handle stream, const char* what, con
   runtime::require_reachable(static_cast<memory_kind>(a->view.memory_kind), what, whose);
   const dtype dt = dtype::from_c(a->view.dtype);
   if (dt == dtypes::bfloat16)
-    throw type_error(
-        "get(): NumPy has no bfloat16 dtype; view it as uint16 (a.view('uint16')) or "
-        "export it through DLPack");
+    throw type_error(std::string(what) +
+                     ": NumPy has no bfloat16 dtype, and this goes through NumPy: convert it "
+                     "with arrayport.ops.astype(a, 'float32'), view it as uint16 "
+                     "(a.view('uint16')) or export it through DLPack");
   nb::module_ np = import_numpy("get()");
   nb::object out =
       np.attr("empty")(nb::steal(tuple_of(a->view.shape, a->view.ndim)), to_typestr(dt));
@@ -69,8 +70,9 @@ nb::object converted(PyObject* value, dtype to, stream_handle stream, const char
                      const char* op) {
   if (to == dtypes::bfloat16)
     throw type_error(std::string(what) +
-                     ": converting to bfloat16 is not supported here; give a "
-                     "bfloat16 array");
+                     ": converting to bfloat16 is not supported here (NumPy has no bfloat16): "
+                     "convert with arrayport.ops.astype(x, 'bfloat16'), or give a bfloat16 "
+                     "array");
   nb::module_ np = import_numpy(std::string(what) + ": converting to " + std::string(to.name()));
   // An Array goes through get(): device memory has no buffer protocol.
   nb::object host =

@@ -223,8 +223,13 @@ nb::object view(nb::handle obj, nb::handle stream, nb::handle sync, nb::handle p
 }
 
 bool offers_array_protocol(nb::handle obj) {
-  const PyTypeObject* type = Py_TYPE(obj.ptr());
+  PyTypeObject* type = Py_TYPE(obj.ptr());
   if (is_array(obj.ptr()) || (type->tp_as_buffer && type->tp_as_buffer->bf_getbuffer)) return true;
+  // On the type first: a property that raises still offers the protocol, and view() reports
+  // its error (an instance's hasattr would swallow it). Then the instance, for duck types.
+  auto* t = reinterpret_cast<PyObject*>(type);
+  for (const char* name : {"__dlpack__", "__cuda_array_interface__"})
+    if (PyObject_HasAttrString(t, name) == 1) return true;
   return nb::hasattr(obj, "__dlpack__") || nb::hasattr(obj, "__cuda_array_interface__");
 }
 

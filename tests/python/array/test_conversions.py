@@ -188,3 +188,41 @@ def test_managed_memory_converts_after_device_work(dtype):
 def test_without_a_gpu_no_array_is_device_memory():
     for kind in HOST_KINDS:
         assert float(ap.zeros((), memory=kind)) == 0.0
+
+
+@pytest.mark.parametrize("memory", ["host", "managed", "pinned"])
+def test_asarray_converts_to_and_from_bfloat16_through_ops(memory):
+    # NumPy has no bfloat16: asarray and from Python data convert with ops.astype, rounding to
+    # nearest even as ops.astype does.
+    values = [1.0, 2.5, -3.0, 1.00390625, 65504.0]
+    b = ap.asarray(values, dtype="bfloat16", memory=memory)
+    assert b.dtype == "bfloat16"
+    want = np.asarray(ap.ops.astype(np.asarray(values, np.float32), "bfloat16").view("uint16"))
+    assert np.array_equal(np.asarray(b.copy(memory="host").view("uint16")), want)
+    back = ap.asarray(b, dtype="float32", memory="host")
+    assert back.dtype == "float32"
+    assert np.array_equal(np.asarray(back), np.asarray(ap.ops.astype(b, "float32").copy(memory="host")))
+    with pytest.raises(TypeError, match=r"asarray: converting bfloat16 to int16: astype: dtype int16 is not supported"):
+        ap.asarray(b, dtype="int16")
+    with pytest.raises(ValueError, match="copy=False, but dtype float32 was asked for"):
+        ap.asarray(b, dtype="float32", copy=False)
+
+
+@pytest.mark.parametrize("call, what", [
+    (lambda: ap.zeros(3, "bfloat16").to(dtype="float32"), "to"),
+    (lambda: ap.zeros(3, "bfloat16").get(), "Array.get"),
+    (lambda: ap.zeros(3).to(dtype="bfloat16"), "to"),
+])
+def test_the_numpy_paths_name_the_call_and_ops_astype_for_bfloat16(call, what):
+    with pytest.raises(TypeError, match=rf"^{what}: .*bfloat16.*arrayport\.ops\.astype"):
+        call()
+
+
+def test_an_interface_property_that_raises_is_the_producers_error_in_asarray():
+    class Failing:
+        @property
+        def __cuda_array_interface__(self):
+            raise RuntimeError("the producer failed")
+
+    with pytest.raises(RuntimeError, match="the producer failed"):
+        ap.asarray(Failing())

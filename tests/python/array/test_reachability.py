@@ -158,6 +158,10 @@ def method_calls(v: ap.Array):
         "copy": [((), {}, (refused("Array.copy"),)),
                  ((), {"memory": "host"}, (refused("Array.copy"),)),
                  ((), {"dtype": "float64"}, (refused("Array.copy"),))],
+        # copy.copy, copy.deepcopy and pickle copy the data (arrayport/_copying.py).
+        "__copy__": [((), {}, (refused("Array.copy"),))],
+        "__deepcopy__": [(({},), {}, (refused("Array.copy"),))],
+        "__reduce__": [((), {}, (refused("Array.copy"),))],
         "copy_to": [((host,), {}, (refused("Array.copy_to"),)),
                     ((ap.asarray(host),), {}, (refused("Array.copy_to"),)),
                     ((v,), {}, (refused("Array.copy_to"),))],
@@ -266,8 +270,10 @@ def test_python_operations_never_read_device_memory(view):
     assert check(lambda: view == view, OK) is True  # identity: no elementwise comparison
     check(lambda: hash(view), OK)
     assert weakref.ref(view)() is view
-    check(lambda: pickle.dumps(view), (TypeError, r"pickle"))
-    check(lambda: copy_module.copy(view), (TypeError, r"pickle|copy"))
+    # Pickles and copies hold copies of the data: refused, as copy() is, never read.
+    check(lambda: pickle.dumps(view), refused("Array.copy"))
+    check(lambda: copy_module.copy(view), refused("Array.copy"))
+    check(lambda: copy_module.deepcopy(view), refused("Array.copy"))
 
 
 def test_buffer_protocol_and_numpy_never_read_device_memory(view):
