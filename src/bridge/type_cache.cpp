@@ -70,36 +70,55 @@ type_cache& types() noexcept {
   return cache;
 }
 
+namespace {
+
+// The slot of `type`, or of the empty slot where it would go.
+int slot_of(const type_cache& c, const PyTypeObject* type) noexcept {
+  // Type objects are 8-aligned and hundreds of bytes apart: the low bits carry nothing.
+  auto i =
+      static_cast<int>((reinterpret_cast<std::uintptr_t>(type) >> 4) & (type_cache::slots - 1));
+  while (c.entries[i].type && c.entries[i].type != type) i = (i + 1) & (type_cache::slots - 1);
+  return i;  // a free slot exists: at most 3/4 are used
+}
+
+}  // namespace
+
 type_entry lookup_type(PyTypeObject* type) {
   type_cache& c = types();
-  for (int i = 0; i < c.used; ++i)
-    if (c.entries[i].type == type) return c.entries[i];
+  if (const type_entry& hit = c.entries[slot_of(c, type)]; hit.type) return hit;
   // Held from here: describing the type runs its metaclass's code, which may drop the type.
   Py_INCREF(type);
   type_entry e = describe_type(type, python::loaded_api());
-  // Checked again: describing may have run a lookup (through Python code) that cached it.
-  bool cached = false;
-  for (int i = 0; i < c.used && !cached; ++i) cached = c.entries[i].type == type;
-  if (!cached && c.used < type_cache::capacity)
-    c.entries[c.used++] = e;
-  else
+  // Looked up again: describing may have run a lookup (through Python code) that cached it.
+  type_entry& slot = c.entries[slot_of(c, type)];
+  if (!slot.type && c.used < type_cache::max_used) {
+    slot = e;
+    ++c.used;
+  } else {
     Py_DECREF(type);  // a cached type stays referenced from the cache: never freed
+  }
   return e;
 }
 
 void remember_dlpack(PyTypeObject* type, int cuda, bool legacy) noexcept {
   type_cache& c = types();
-  for (int i = 0; i < c.used; ++i)
-    if (c.entries[i].type == type) {
-      if (cuda >= 0) c.entries[i].dlpack_cuda = static_cast<std::int8_t>(cuda);
-      c.entries[i].dlpack_legacy = legacy;
-    }
+  type_entry& e = c.entries[slot_of(c, type)];
+  if (!e.type) return;
+  if (cuda >= 0) e.dlpack_cuda = static_cast<std::int8_t>(cuda);
+  e.dlpack_legacy = legacy;
 }
 
 void forget_protocol(PyTypeObject* type, std::uint32_t protocol) noexcept {
   type_cache& c = types();
-  for (int i = 0; i < c.used; ++i)
-    if (c.entries[i].type == type) c.entries[i].protocols &= ~protocol;
+  type_entry& e = c.entries[slot_of(c, type)];
+  if (e.type) e.protocols &= ~protocol;
+}
+
+void clear_type_cache() noexcept {
+  type_cache& c = types();
+  for (type_entry& e : c.entries)
+    if (e.type) Py_DECREF(e.type);
+  c = type_cache{};
 }
 
 }  // namespace arrayport::bridge

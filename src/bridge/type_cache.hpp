@@ -21,15 +21,20 @@ struct type_entry {
   bool dlpack_legacy = false;    // its __dlpack__ takes no max_version (before DLPack 1.0)
 };
 
-/// A small cache of what each producer type offers. Types are few (one per array library); past
-/// the capacity, lookups still work, uncached.
+/// What each producer type offers, hashed by the type's address (open addressing, linear
+/// probes): a lookup costs the same for the first type seen and the 150th. NumPy's scalar types
+/// alone are a dozen. Filled to at most 3/4 of the slots; past that, lookups still work, uncached.
 struct type_cache {
-  static constexpr int capacity = 32;
-  type_entry entries[capacity];
+  static constexpr int slots = 256;  // a power of two
+  static constexpr int max_used = slots / 4 * 3;
+  type_entry entries[slots];
   int used = 0;
 };
 
 type_cache& types() noexcept;
+
+/// Drops every entry and the references it holds (the fuzz targets start each input afresh).
+void clear_type_cache() noexcept;
 
 /// The entry of `type`, describing (and caching) it the first time.
 type_entry lookup_type(PyTypeObject* type);

@@ -202,10 +202,6 @@ inline PyObject* any_value(FuzzedDataProvider& in, int depth = 0) {
 
 /// Forgets what the bridge learned about producer types, so that every input starts from the
 /// same state (the cache would otherwise carry one input's protocol choices into the next).
-inline void reset_type_cache() {
-  bridge::type_cache& cache = bridge::types();
-  for (int i = 0; i < cache.used; ++i) Py_DECREF(cache.entries[i].type);
-  cache = bridge::type_cache{};
-}
+inline void reset_type_cache() { bridge::clear_type_cache(); }
 
 }  // namespace arrayport::fuzz

@@ -273,6 +273,26 @@ def test_dlpack_legacy_producer_is_asked_for_max_version_once():
     assert Legacy.refused == 1
 
 
+def test_what_a_type_taught_is_kept_after_a_hundred_other_types():
+    # The type cache hashes types: a program that has met many (NumPy's scalar types are a dozen)
+    # still remembers a new one's legacy __dlpack__ after one refusal.
+    for i in range(100):
+        np.asarray(_core.view(type(f"Other{i}", (Producer,), {})()))
+
+    class Legacy(Producer):
+        refused = 0
+
+        def __dlpack__(self, stream=None, **kw):
+            if kw:
+                type(self).refused += 1
+                raise TypeError("__dlpack__() got an unexpected keyword argument 'max_version'")
+            return super().__dlpack__(stream=stream)
+
+    for _ in range(3):
+        assert np.asarray(_core.view(Legacy(versioned=False))).tolist() == [1.0, 2.0, 3.0, 4.0]
+    assert Legacy.refused == 1
+
+
 @pytest.mark.parametrize("kw, exc, match", [
     ({"device": (10, 0)}, ValueError, r"unsupported DLPack device type 10"),
     ({"dtype": (2, 80, 1)}, TypeError, r"unsupported DLPack dtype"),
