@@ -30,7 +30,7 @@ from ._core import (
     zeros,
     zeros_like,
 )
-from . import _copying, cuda, ops
+from . import _copying, _operators, cuda, ops
 from ._array_api import asarray, from_dlpack
 
 if TYPE_CHECKING:

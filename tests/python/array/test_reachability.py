@@ -125,6 +125,19 @@ def check(call, *allowed):
     return result
 
 
+def ops_refused(op: str):
+    """What an arrayport.ops call says of memory the CPU cannot read, without a device."""
+    return ap.NoDeviceError, rf"^{op}: argument '\w+': expected memory the CPU can read"
+
+
+# An op that does not compute in the view's dtype (subtract of bool, min of complex) may say so
+# first: both refusals leave the memory alone.
+op_dtype = (TypeError, r"^[+\w]+: .*(dtype|not supported)")
+
+
+not_1d = (TypeError, r"^@: expected two 1-d arrays")
+
+
 def other_memory_kind(v, exc, message):
     """What a method that needs another memory kind says about device memory (managed: refused)."""
     return (exc, message) if v.memory == "device" else None
@@ -162,6 +175,28 @@ def method_calls(v: ap.Array):
         "__copy__": [((), {}, (refused("Array.copy"),))],
         "__deepcopy__": [(({},), {}, (refused("Array.copy"),))],
         "__reduce__": [((), {}, (refused("Array.copy"),))],
+        # Operators and methods over arrayport.ops (arrayport/_operators.py): each op refuses
+        # memory the CPU cannot read, naming itself and the argument.
+        **{name: [((arg,), {}, (ops_refused(op), op_dtype)) for arg in (1, 2.5, v)]
+           for name, op in (("__add__", "add"), ("__radd__", "add"), ("__iadd__", "add"),
+                            ("__sub__", "subtract"), ("__rsub__", "subtract"),
+                            ("__isub__", "subtract"), ("__mul__", "multiply"),
+                            ("__rmul__", "multiply"), ("__imul__", "multiply"),
+                            ("__truediv__", "divide"), ("__rtruediv__", "divide"),
+                            ("__itruediv__", "divide"))},
+        "__matmul__": [((v,), {}, (ops_refused("dot"), not_1d, op_dtype))],
+        "__rmatmul__": [((v,), {}, (ops_refused("dot"), not_1d, op_dtype))],
+        "__neg__": [((), {}, (ops_refused("negative"), op_dtype))],
+        "__pos__": [((), {}, (ops_refused("copy"), op_dtype))],
+        "__abs__": [((), {}, (ops_refused("abs"), op_dtype))],
+        **{name: [((), {}, (ops_refused(name), op_dtype)), ((0,), {}, (ops_refused(name), op_dtype,
+                                                             (ValueError, r"axis")))]
+           for name in ("sum", "mean", "min", "max")},
+        "astype": [(("int32",), {}, (ops_refused("astype"), op_dtype))],
+        "tolist": [((), {}, (refused("Array.get"), ops_refused("astype"), op_dtype))],
+        "item": [((), {}, (refused("Array.get"), ops_refused("astype"), op_dtype,
+                           (ValueError, r"^item: can only convert an array of size 1")))],
+        "__iter__": [((), {}, (OK, (TypeError, r"^iteration over a 0-d array")))],  # views
         "copy_to": [((host,), {}, (refused("Array.copy_to"),)),
                     ((ap.asarray(host),), {}, (refused("Array.copy_to"),)),
                     ((v,), {}, (refused("Array.copy_to"),))],
@@ -266,7 +301,7 @@ def test_python_operations_never_read_device_memory(view):
         check(lambda: convert(view),
               (TypeError, r"must be|cannot be interpreted|only|argument|cannot convert"),
               host_only, conversion)
-    check(lambda: list(view), OK, (TypeError, r"not iterable"), conversion)
+    check(lambda: list(view), OK, (TypeError, r"iteration over a 0-d array"), conversion)
     assert check(lambda: view == view, OK) is True  # identity: no elementwise comparison
     check(lambda: hash(view), OK)
     assert weakref.ref(view)() is view
