@@ -11,6 +11,7 @@
 #include <arrayport/runtime.hpp>
 
 #include <atomic>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -122,7 +123,8 @@ bool same_device(const arrayport_device_t& a, int type, int id) {
 // A managed tensor of the array as `device`, holding a reference to it until its deleter runs.
 void* new_tensor(PyObject* self, arrayport_device_t device, bool versioned) {
   auto* a = reinterpret_cast<array_object*>(self);
-  auto* ctx = new export_ctx();
+  auto owned = std::make_unique<export_ctx>();  // until nothing below can throw
+  export_ctx* ctx = owned.get();
   ctx->shape.assign(a->view.shape, a->view.shape + a->view.ndim);
   ctx->strides.assign(a->view.strides, a->view.strides + a->view.ndim);
   arrayport_dl_tensor_t t{};
@@ -135,6 +137,7 @@ void* new_tensor(PyObject* self, arrayport_device_t device, bool versioned) {
   t.byte_offset = 0;
   ctx->owner = Py_NewRef(self);
   g_live.fetch_add(1, std::memory_order_relaxed);
+  owned.release();  // the deleter frees it
   if (versioned) {
     ctx->versioned.version = {ARRAYPORT_DLPACK_MAJOR_VERSION, ARRAYPORT_DLPACK_MINOR_VERSION};
     ctx->versioned.manager_ctx = ctx;
