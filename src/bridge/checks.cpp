@@ -41,6 +41,20 @@ void fail_buffer(const constraints& c, PyObject* obj, const std::string& msg) {
 }
 void producer_failed(const constraints& c, PyObject* obj, const char* what) {
   python::detail::ensure_error_set(c.name, obj, what);
+#if PY_VERSION_HEX >= 0x030B0000
+  // The producer's exception stands; a note (PEP 678) names the argument and the call it made.
+  PyObject *type = nullptr, *value = nullptr, *trace = nullptr;
+  PyErr_Fetch(&type, &value, &trace);
+  PyErr_NormalizeException(&type, &value, &trace);
+  if (value) {
+    const std::string note = std::string(c.name) + ": raised by " + what + " of " +
+                             (obj ? python::detail::type_name(obj) : std::string("the producer"));
+    if (PyObject* done = PyObject_CallMethod(value, "add_note", "s", note.c_str()))
+      Py_DECREF(done);
+    PyErr_Clear();  // an exception that takes no note keeps its own message alone
+  }
+  PyErr_Restore(type, value, trace);
+#endif
   throw python::error_already_set();
 }
 

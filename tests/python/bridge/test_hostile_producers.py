@@ -467,3 +467,15 @@ def test_a_python_class_with_an_int_exchange_table_is_not_read_as_one(name, valu
     lines = r.stdout.splitlines()
     assert len(lines) == 3 and all("which offers no array protocol" in line or "expected" in line
                                    for line in lines), r.stdout
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="exception notes (PEP 678) are Python 3.11's")
+def test_a_producers_own_error_carries_a_note_naming_the_argument():
+    # The producer's exception stands as it raised it; a note says which argument and which call.
+    class Borrowed:  # arrayport's own exchange table on a type whose objects are no Arrays
+        __dlpack_c_exchange_api__ = ap.Array.__dlpack_c_exchange_api__
+
+    with pytest.raises(TypeError, match="expected an arrayport.Array, got") as info:
+        ap.ops.add(Borrowed(), 1)
+    assert any(note.startswith("add: argument 'x1': raised by the exchange API's")
+               and note.endswith("Borrowed") for note in info.value.__notes__), info.value.__notes__
