@@ -49,8 +49,7 @@ void producer_failed(const constraints& c, PyObject* obj, const char* what) {
   if (value) {
     const std::string note = std::string(c.name) + ": raised by " + what + " of " +
                              (obj ? python::detail::type_name(obj) : std::string("the producer"));
-    if (PyObject* done = PyObject_CallMethod(value, "add_note", "s", note.c_str()))
-      Py_DECREF(done);
+    if (PyObject* done = PyObject_CallMethod(value, "add_note", "s", note.c_str())) Py_DECREF(done);
     PyErr_Clear();  // an exception that takes no note keeps its own message alone
   }
   PyErr_Restore(type, value, trace);
