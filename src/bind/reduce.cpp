@@ -9,6 +9,7 @@
 #include "array/array_internal.hpp"
 #include "cuda/cuda.hpp"
 #include "cuda/current_stream.hpp"
+#include "common/arguments.hpp"
 #include "common/gil.hpp"
 
 #include <arrayport/layout.hpp>
@@ -43,8 +44,8 @@ std::vector<int> parse_axes(nb::handle axis, int ndim, const char* op_name) {
     if (PyBool_Check(o) || !PyIndex_Check(o))
       throw type_error(name + ": expected None, an int or a tuple of ints, got " +
                        (is_tuple ? "a tuple holding " : "") + python::detail::type_name(o));
-    const nb::object i = nb::steal(PyNumber_Index(o));
-    if (!i.is_valid()) throw nb::python_error();
+    // An __index__ that raises: its message, after the argument's name.
+    const nb::object i = index_arg(o, name + ": ", "None, an int or a tuple of ints");
     int overflow = 0;
     const long long a = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
     if (a == -1 && PyErr_Occurred()) throw nb::python_error();

@@ -42,9 +42,11 @@ std::string repr_of(PyObject* obj) {
   return out;
 }
 
+}  // namespace
+
 // obj as a Python int (new reference), through __index__; TypeError naming the argument for any
 // other type, and for an __index__ that raises (its message kept).
-nb::object as_index(PyObject* obj, const std::string& prefix, const char* expected) {
+nb::object index_arg(PyObject* obj, const std::string& prefix, const char* expected) {
   if (PyBool_Check(obj) || !PyIndex_Check(obj))
     throw type_error(prefix + "expected " + expected + ", got " + type_name_of(obj));
   PyObject* v = PyNumber_Index(obj);
@@ -59,12 +61,10 @@ nb::object as_index(PyObject* obj, const std::string& prefix, const char* expect
   return nb::steal(v);
 }
 
-}  // namespace
-
 std::int64_t int_arg(PyObject* obj, const char* what, const char* name, std::int64_t lo,
                      std::int64_t hi, const char* expected) {
   const std::string prefix = arg_prefix(what, name);
-  nb::object v = as_index(obj, prefix, expected);
+  nb::object v = index_arg(obj, prefix, expected);
   int overflow = 0;
   const long long i = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
   if (i == -1 && PyErr_Occurred()) throw nb::python_error();
@@ -98,7 +98,7 @@ std::optional<int> device_arg(PyObject* obj, const char* what, const char* name,
                        (none_ok ? "None, an int or an arrayport.cuda.Device"
                                 : "an int or an arrayport.cuda.Device") +
                        ", got " + type_name_of(obj));
-    v = as_index(obj, prefix, "a device index");
+    v = index_arg(obj, prefix, "a device index");
   }
   int overflow = 0;
   const long long i = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
@@ -212,7 +212,7 @@ std::vector<std::int64_t> parse_shape(nb::handle shape, const char* what) {
     const std::string at = " at dimension " + std::to_string(i);
     if (PyBool_Check(h.ptr()) || !PyIndex_Check(h.ptr()))
       throw type_error(prefix + "expected ints, got " + type_name_of(h.ptr()) + at);
-    nb::object v = as_index(h.ptr(), prefix, ("ints" + at).c_str());
+    nb::object v = index_arg(h.ptr(), prefix, ("ints" + at).c_str());
     int overflow = 0;
     const long long e = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
     if (e == -1 && PyErr_Occurred()) throw nb::python_error();
@@ -249,7 +249,7 @@ std::uintptr_t handle_arg(PyObject* obj, const std::string& what) {
   if (PyBool_Check(obj) || !PyIndex_Check(obj))
     throw type_error(what + ": a stream handle must be an int (a cudaStream_t address), got '" +
                      type_name_of(obj) + "'");
-  nb::object v = as_index(obj, what + ": ", "a stream handle (an int)");
+  nb::object v = index_arg(obj, what + ": ", "a stream handle (an int)");
   int overflow = 0;
   const long long s = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
   if (s == -1 && PyErr_Occurred()) throw nb::python_error();

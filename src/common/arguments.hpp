@@ -35,6 +35,10 @@ std::string arg_prefix(const char* what, const char* name);
 /// The type name a message shows for `obj` ("str", "numpy.ndarray").
 std::string type_name_of(PyObject* obj);
 
+/// `obj` as a Python int through __index__ (never a bool): a type_error "<prefix>expected
+/// <expected>, got <type>" for another type, and for an __index__ that raises (its message kept).
+nanobind::object index_arg(PyObject* obj, const std::string& prefix, const char* expected);
+
 /// An int argument: a Python int or anything with __index__ (NumPy integers), never a bool, in
 /// [lo, hi]. TypeError for another type (or an __index__ that raises), ValueError out of range;
 /// `expected` describes the valid values ("a device index >= 0").

@@ -65,6 +65,13 @@ def reduction(name, x):
     return lambda **kw: getattr(ops, name)(x, **kw)
 
 
+class RefusingIndex:
+    """An int-like whose __index__ raises."""
+
+    def __index__(self) -> int:
+        raise ValueError("no index")
+
+
 @pytest.mark.parametrize("name", REDUCTIONS + ["dot"])
 @pytest.mark.parametrize("kwargs,error,message", [
     ({"axis": 2}, ValueError, "axis: 2 is out of bounds for an array of 2 dimensions (expected -2 to 1)"),
@@ -79,6 +86,10 @@ def reduction(name, x):
     ({"axis": [0, 1]}, TypeError, "axis: expected None, an int or a tuple of ints, got list"),
     ({"axis": (0, "1")}, TypeError, "axis: expected None, an int or a tuple of ints, got a tuple holding str"),
     ({"axis": (0, None)}, TypeError, "axis: expected None, an int or a tuple of ints, got a tuple holding NoneType"),
+    ({"axis": RefusingIndex()}, TypeError, "axis: expected None, an int or a tuple of ints, got "
+                                           "RefusingIndex, whose __index__ raised ValueError: no index"),
+    ({"axis": (0, RefusingIndex())}, TypeError, "axis: expected None, an int or a tuple of ints, "
+                                                "got RefusingIndex, whose __index__ raised ValueError"),
     ({"keepdims": "yes"}, TypeError, "keepdims: expected a bool, got str"),
     ({"keepdims": 1}, TypeError, "keepdims: expected a bool, got int"),
     ({"keepdims": None}, TypeError, "keepdims: expected a bool, got NoneType"),

@@ -58,6 +58,7 @@ BAD: dict[str, list[Any]] = {
     "max_version": ["x", (1,), ("a", 0), 5, OBJ],
     "event": ["x", 1.5, 5, OBJ],
     "event_required": ["x", 1.5, 5, OBJ, None],
+    "out": ["x", 1.5, OBJ],
 }
 
 
@@ -103,6 +104,11 @@ def rows(array: Callable[[], ap.Array] = host, gpu: bool = False) -> list[Row]:
              "copy": "tristate"}, gpu=gpu, buffer_error=True),
         Row("Array.__array__", lambda **k: array().__array__(**k),
             {"dtype": "numpy_dtype", "copy": "tristate"}, gpu=gpu),
+        # The methods over arrayport.ops (arrayport/_operators.py).
+        Row("Array.astype", lambda **k: array().astype(**k), {"dtype": "dtype"}, gpu=gpu),
+        *(Row(f"Array.{name}", lambda name=name, **k: getattr(array(), name)(**k),
+              {"axis": "axes", "keepdims": "bool", "out": "out"}, gpu=gpu)
+          for name in ("sum", "mean", "min", "max")),
     ]
 
 
@@ -159,6 +165,7 @@ NO_PARAMETERS = {
     "cuda.current_device", "cuda.current_stream", "cuda.device_count", "cuda.driver_version",
     "cuda.is_available", "cuda.runtime_version", "cuda.synchronize",
     "Array.__dlpack_device__", "Array.__complex__",  # number conversions: array/test_conversions.py
+    "Array.tolist", "Array.item",  # array/test_operators.py
     "cuda.Stream.synchronize", "cuda.Stream.query", "cuda.Event.synchronize", "cuda.Event.query",
     "cuda.Device.mem_info", "cuda.Device.synchronize",
 }
@@ -200,8 +207,10 @@ def _cases():
 
 
 def names_the_parameter(message: str, param: str) -> bool:
-    """`param` as a message names an argument: 'param:', 'param[0]:', 'param.attr' or 'param='."""
-    return re.search(rf"(^|[\s:(]){re.escape(param)}(\[\d+\])?(:|=|\.\w)", message) is not None
+    """`param` as a message names an argument: 'param:', 'param[0]:', 'param.attr', 'param=' or
+    arrayport.ops' "argument 'param'"."""
+    return (re.search(rf"(^|[\s:(]){re.escape(param)}(\[\d+\])?(:|=|\.\w)", message) is not None
+            or f"argument '{param}'" in message)
 
 
 @pytest.mark.parametrize("row, param, bad", list(_cases()))
