@@ -229,6 +229,38 @@ ARRAYPORT_HOST_DEVICE constexpr layout_info measure_layout(const arrayport_view_
                         static_cast<std::int64_t>(dtype::from_c(v.dtype).itemsize()));
 }
 
+/// Whether the strides nest: along the extents above 1, sorted by |stride|, each is nonzero and
+/// at least the span of the one below it, so no two indices reach one element (interleaved strides
+/// may be unique and still not nest: false). Any stride unit; true for a layout with no element.
+/// What layout_stride's preconditions ask (mdspan.hpp), and what an out= must be to be written
+/// element for element.
+ARRAYPORT_HOST_DEVICE constexpr bool strides_nest(const std::int64_t* shape,
+                                                  const std::int64_t* strides, int ndim) noexcept {
+  std::int64_t s[ARRAYPORT_MAX_NDIM > 0 ? ARRAYPORT_MAX_NDIM : 1] = {};
+  std::int64_t e[ARRAYPORT_MAX_NDIM > 0 ? ARRAYPORT_MAX_NDIM : 1] = {};
+  int n = 0;
+  for (int d = 0; d < ndim; ++d) {
+    if (shape[d] == 0) return true;  // no elements
+    if (shape[d] == 1) continue;     // its stride is never multiplied by a nonzero index
+    s[n] = strides[d] < 0 ? -strides[d] : strides[d];
+    e[n++] = shape[d];
+  }
+  for (int i = 1; i < n; ++i)  // insertion sort: ranks are small
+    for (int j = i; j > 0 && s[j - 1] > s[j]; --j) {
+      const std::int64_t st = s[j - 1], ex = e[j - 1];
+      s[j - 1] = s[j];
+      e[j - 1] = e[j];
+      s[j] = st;
+      e[j] = ex;
+    }
+  for (int i = 0; i < n; ++i) {
+    std::int64_t below = 0;  // the span of the stride below; past int64: it cannot nest
+    if (s[i] == 0 || (i > 0 && (detail::mul_overflow(s[i - 1], e[i - 1], &below) || s[i] < below)))
+      return false;
+  }
+  return true;
+}
+
 /// Compact row-major strides of `shape`, in units of `unit_bytes` bytes (the itemsize for strides
 /// in elements, 1 for strides in bytes) starting at `first` units. False when one that is needed
 /// does not fit in int64 bytes (nbytes would not either); for an empty shape the strides past the

@@ -62,32 +62,17 @@ ARRAYPORT_HOST_DEVICE constexpr bool mdspan_strides(
 
 }  // namespace detail
 
-/// Whether `v` has a layout_stride mdspan: every stride along an extent above 1 is positive, and
-/// no two indices reach one element (sorted by stride, each one at least the span below it).
+/// Whether `v` has a layout_stride mdspan: every stride along an extent above 1 is positive and
+/// the strides nest (strides_nest, layout.hpp), as layout_stride's constructor checks them.
 template <class T, std::size_t Rank, class Space>
 ARRAYPORT_HOST_DEVICE constexpr bool mdspan_compatible(const view<T, Rank, Space>& v) noexcept {
-  cuda::std::array<std::int64_t, Rank> s{};
-  if (!detail::mdspan_strides(v, s)) return false;
-  std::size_t order[Rank > 0 ? Rank : 1] = {};
-  for (std::size_t r = 0; r != Rank; ++r) {
-    if (s[r] <= 0) return false;
-    order[r] = r;
+  if (v.size() == 0) {  // strides address nothing: C-order ones, where those fit int64
+    cuda::std::array<std::int64_t, Rank> s{};
+    return detail::mdspan_strides(v, s);
   }
-  // Insertion sort by stride (ranks are small); among equal strides, extents of 1 first.
-  for (std::size_t i = 1; i < Rank; ++i)
-    for (std::size_t j = i; j > 0; --j) {
-      const std::size_t a = order[j - 1], b = order[j];
-      const bool after = s[a] > s[b] || (s[a] == s[b] && v.extent(a) > 1 && v.extent(b) <= 1);
-      if (!after) break;
-      order[j - 1] = b;
-      order[j] = a;
-    }
-  for (std::size_t i = 1; i < Rank; ++i) {
-    const std::size_t lo = order[i - 1], hi = order[i];
-    // s[lo] * extent(lo) fits: the view's span was checked when it was made (layout.hpp).
-    if (s[hi] < s[lo] * v.extent(lo)) return false;
-  }
-  return true;
+  for (std::size_t r = 0; r != Rank; ++r)
+    if (v.extent(r) > 1 && v.stride(r) <= 0) return false;
+  return strides_nest(v.shape(), v.strides(), static_cast<int>(Rank));
 }
 
 /// The view as a layout_stride mdspan over the same elements. A view without one

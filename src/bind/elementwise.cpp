@@ -185,7 +185,9 @@ void start_call(ops::ew_call& call, const ew_request& r, const ew_operands& o, t
 // temporary first, then into out, as NumPy does.
 bool through_temporary(const ew_operands& o) {
   if (!o.has_out) return false;
-  const bool self_overlapping = may_self_overlap(o.out().view);
+  const arrayport_view_t& out = o.out().view.c_view();
+  // Strides that do not nest may reach one element twice (surely so for a zero stride).
+  const bool self_overlapping = !strides_nest(out.shape, out.strides, out.ndim);
   for (int i = 0; i < o.n; ++i)
     if (!o.is_scalar(i) && overlaps(o.args[i].view, o.out().view) &&
         (self_overlapping || !same_elements(o.args[i].view, o.out().view)))

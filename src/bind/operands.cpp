@@ -13,7 +13,6 @@
 #include <Python.h>
 
 #include <string>
-#include <utility>
 
 namespace nb = nanobind;
 
@@ -185,31 +184,6 @@ bool same_elements(const strided_view& in, const strided_view& out) {
     if (s != out.stride(d)) return false;
   }
   return true;
-}
-
-bool may_self_overlap(const strided_view& v) {
-  // Distinct indices never meet when the |strides| along extents above 1, sorted, nest: each at
-  // least the span of the one below it. Anything else may meet (a zero stride surely does).
-  std::int64_t s[ARRAYPORT_MAX_NDIM], e[ARRAYPORT_MAX_NDIM];
-  int n = 0;
-  for (int d = 0; d < v.ndim(); ++d) {
-    if (v.extent(d) == 0) return false;  // no elements
-    if (v.extent(d) == 1) continue;
-    s[n] = v.stride(d) < 0 ? -v.stride(d) : v.stride(d);
-    e[n++] = v.extent(d);
-  }
-  for (int i = 1; i < n; ++i)  // insertion sort: ranks are small
-    for (int j = i; j > 0 && s[j - 1] > s[j]; --j) {
-      std::swap(s[j - 1], s[j]);
-      std::swap(e[j - 1], e[j]);
-    }
-  for (int i = 0; i < n; ++i) {
-    std::int64_t below = 0;  // the span of the stride below, conservatively past int64 if it is
-    if (s[i] == 0 ||
-        (i > 0 && (__builtin_mul_overflow(s[i - 1], e[i - 1], &below) || s[i] < below)))
-      return true;
-  }
-  return false;
 }
 
 bool c_contiguous(const strided_view& v) {

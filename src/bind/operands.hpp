@@ -46,10 +46,6 @@ void scalar_operand(PyObject* value, dtype dt, unsigned char* out, const char* o
 void wait_before_release(ops::span<const input_holder> holders, const ops::placement& where,
                          stream_handle stream);
 
-/// Whether two distinct indices of `v` may reach one element (a zero stride, interleaved strides):
-/// conservative, false only when they surely cannot.
-bool may_self_overlap(const strided_view& v);
-
 /// Whether the bytes two views touch overlap.
 bool overlaps(const strided_view& a, const strided_view& b);
 
