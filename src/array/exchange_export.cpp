@@ -161,8 +161,7 @@ memory_kind kind_of(arrayport_device_t d) {
   memory_kind kind;
   if (!bridge::dl_device_kind(d, kind))
     throw value_error("managed_tensor_allocator: prototype: unsupported DLPack device type " +
-                      std::to_string(d.device_type) +
-                      ": expected kDLCPU (1), kDLCUDA (2), kDLCUDAHost (3) or kDLCUDAManaged (13)");
+                      std::to_string(d.device_type) + ": expected " + bridge::dl_devices_taken);
   return kind;
 }
 
@@ -226,9 +225,7 @@ int current_work_stream(std::int32_t device_type, std::int32_t device_id, void**
     memory_kind kind;
     if (!bridge::dl_device_kind({device_type, device_id}, kind))
       throw value_error("current_work_stream: unsupported DLPack device type " +
-                        std::to_string(device_type) +
-                        ": expected kDLCPU (1), kDLCUDA (2), kDLCUDAHost (3) or kDLCUDAManaged "
-                        "(13)");
+                        std::to_string(device_type) + ": expected " + bridge::dl_devices_taken);
     if (device_id < 0)
       throw value_error("current_work_stream: expected a device id >= 0, got " +
                         std::to_string(device_id));

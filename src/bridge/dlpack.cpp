@@ -16,8 +16,8 @@ memory_kind kind_of_dl_device(const python::constraints& c, PyObject* obj, array
   memory_kind kind;
   if (dl_device_kind(d, kind)) return kind;
   fail_value(c, obj,
-             "unsupported DLPack device type " + std::to_string(d.device_type) +
-                 ": expected kDLCPU (1), kDLCUDA (2), kDLCUDAHost (3) or kDLCUDAManaged (13)");
+             "unsupported DLPack device type " + std::to_string(d.device_type) + ": expected " +
+                 dl_devices_taken);
 }
 
 void check_dl_dtype(const python::constraints& c, PyObject* obj, arrayport_dtype_t dt) {

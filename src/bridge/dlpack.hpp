@@ -13,6 +13,10 @@
 
 namespace arrayport::bridge {
 
+/// The DLPack device types arrayport takes, as messages list them.
+inline constexpr const char* dl_devices_taken =
+    "kDLCPU (1), kDLCUDA (2), kDLCUDAHost (3) or kDLCUDAManaged (13)";
+
 /// The memory kind of a DLPack device type arrayport takes; false for the others.
 bool dl_device_kind(arrayport_device_t d, memory_kind& out) noexcept;
 
