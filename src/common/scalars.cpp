@@ -44,6 +44,16 @@ PyObject* as_int(PyObject* value, dtype dt, const std::string& name) {
   return i;
 }
 
+// The value as a message shows it: a float as written (1e+300, not its 301 integer digits), an
+// integer of many digits by its length.
+std::string shown(PyObject* value, PyObject* as_integer) {
+  nb::str text = nb::str(nb::handle(PyFloat_Check(value) ? value : as_integer));
+  std::string s = text.c_str();
+  if (s.size() <= 40) return s;
+  return s.substr(0, 12) + "... (an integer of " + std::to_string(s.size() - (s[0] == '-')) +
+         " digits)";
+}
+
 }  // namespace
 
 void scalar_to_bytes(PyObject* value, dtype dt, unsigned char* out, const char* name_c) {
@@ -58,14 +68,16 @@ void scalar_to_bytes(PyObject* value, dtype dt, unsigned char* out, const char* 
     nb::object i = nb::steal(as_int(value, dt, name));
     if (!i.is_valid()) throw nb::python_error();
     const int bits = dt.bits;
-    std::string range_msg = name + ": " + std::string(nb::str(i).c_str()) +
-                            " is out of range for " + std::string(dt.name());
+    auto out_of_range = [&]() {
+      fail(PyExc_OverflowError,
+           name + ": " + shown(value, i.ptr()) + " is out of range for " + std::string(dt.name()));
+    };
     if (dt.is_signed()) {
       int overflow = 0;
       long long v = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
       long long lo = bits == 64 ? INT64_MIN : -(1LL << (bits - 1));
       long long hi = bits == 64 ? INT64_MAX : (1LL << (bits - 1)) - 1;
-      if (overflow || v < lo || v > hi) fail(PyExc_OverflowError, range_msg);
+      if (overflow || v < lo || v > hi) out_of_range();
       switch (bits) {
         case 8: store(out, static_cast<std::int8_t>(v)); return;
         case 16: store(out, static_cast<std::int16_t>(v)); return;
@@ -74,13 +86,13 @@ void scalar_to_bytes(PyObject* value, dtype dt, unsigned char* out, const char* 
       }
     }
     if (PyObject_RichCompareBool(i.ptr(), nb::int_(0).ptr(), Py_LT) == 1)
-      fail(PyExc_OverflowError, range_msg);
+      out_of_range();
     unsigned long long v = PyLong_AsUnsignedLongLong(i.ptr());
     if (v == static_cast<unsigned long long>(-1) && PyErr_Occurred()) {
       PyErr_Clear();
-      fail(PyExc_OverflowError, range_msg);
+      out_of_range();
     }
-    if (bits < 64 && v > (1ULL << bits) - 1) fail(PyExc_OverflowError, range_msg);
+    if (bits < 64 && v > (1ULL << bits) - 1) out_of_range();
     switch (bits) {
       case 8: store(out, static_cast<std::uint8_t>(v)); return;
       case 16: store(out, static_cast<std::uint16_t>(v)); return;
