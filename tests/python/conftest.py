@@ -20,6 +20,10 @@ from gpu_work import CupyWork, TorchWork
 
 REPO = Path(__file__).resolve().parents[2]
 
+# JAX takes 75 % of the card at its first use unless told otherwise: tests of other libraries in
+# this process, and test processes beside it, need the rest.
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
 HAS_GPU = bool(arrayport.runtime_info()["cuda_available"])
 
 
@@ -39,6 +43,9 @@ needs_gpu = pytest.mark.skipif(not HAS_GPU, reason=f"needs a CUDA device: {array
 needs_cupy = pytest.mark.needs_cupy
 needs_torch = pytest.mark.needs_torch
 needs_jax = pytest.mark.needs_jax
+# Measures the card's free memory or exhausts it: right only with no other process on the GPU
+# (.ci/gpu-run runs these alone, after the layers' parallel runs).
+whole_device = pytest.mark.whole_device
 LIBRARIES = {"needs_cupy": "cupy", "needs_torch": "torch", "needs_jax": "jax"}
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import arrayport as ap
-from conftest import HAS_GPU, needs_gpu, needs_torch
+from conftest import HAS_GPU, needs_gpu, needs_torch, whole_device
 from test_views import random_key
 
 # Without a GPU, pinned and managed requests give host memory: the pairs still run, as host copies.
@@ -487,6 +487,7 @@ def test_to_device_and_back_and_between_kinds():
 
 
 @needs_gpu
+@whole_device
 def test_large_strided_device_copy_uses_64_bit_offsets():
     d = ap.zeros((3, 1 << 29), "int8", memory="device")       # 1.5 GiB: offsets past 2**31
     d[2, -5:] = 7

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, whole_device
 
 CYCLES = 20_000
 MAX_GROWTH = 2 << 20  # 2 MiB: catches a leak of 100 bytes a cycle and more
@@ -24,6 +24,7 @@ def under_a_sanitizer() -> bool:
 
 @pytest.mark.skipif(under_a_sanitizer(), reason="under a sanitizer, resident memory measures its "
                     "quarantine and shadow memory, not arrayport's")
+@whole_device
 def test_acquire_export_release_cycles_leave_memory_flat():
     r = subprocess.run([sys.executable, str(REPO / "tests" / "leaks" / "leak_loops.py"),
                         "--cycles", str(CYCLES), "--self-test"],

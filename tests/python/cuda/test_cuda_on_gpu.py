@@ -15,7 +15,7 @@ import pytest
 
 import arrayport
 from arrayport import cuda
-from conftest import needs_cupy, needs_gpu, needs_torch
+from conftest import needs_cupy, needs_gpu, needs_torch, whole_device
 from gpu_work import spin_cycles
 
 
@@ -337,6 +337,7 @@ def _rss_bytes():
 
 
 @needs_gpu
+@whole_device
 def test_100k_stream_and_event_cycles_leak_neither_device_nor_host_memory(device0):
     def cycles(n):
         for _ in range(n):
@@ -359,6 +360,7 @@ def test_100k_stream_and_event_cycles_leak_neither_device_nor_host_memory(device
 
 
 @needs_gpu
+@whole_device
 def test_more_than_the_card_has_is_out_of_memory_and_the_next_allocation_works(device0):
     free, total = device0.mem_info()
     with pytest.raises(arrayport.OutOfMemoryError) as info:

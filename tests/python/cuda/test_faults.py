@@ -12,8 +12,11 @@ import numpy as np
 import pytest
 
 import arrayport as ap
-from conftest import HAS_GPU, needs_gpu
+from conftest import HAS_GPU, needs_gpu, whole_device
 from dlpack_ctypes import Producer
+
+# Out-of-memory tests fill the card, and fork tests start CUDA contexts: alone on the GPU.
+pytestmark = whole_device
 
 # 2^52 bytes of float32: beyond the 47-bit user address space of x86-64 and AArch64, so the
 # allocation fails whatever the overcommit policy; its inputs are zero-stride views of one element.
