@@ -171,8 +171,8 @@ void copy_ordered(const operand& dst, const operand& src, stream_handle stream, 
     }
     runtime::order_streams(nullptr, elsewhere, stream, device);
   }
-  if (dst.ordered) runtime::order_streams(stream, device, dst.stream, stream_device_of(dst));
-  if (src.ordered) runtime::order_streams(stream, device, src.stream, stream_device_of(src));
+  if (dst.ordered) runtime::order_streams_after(stream, device, dst.stream, stream_device_of(dst));
+  if (src.ordered) runtime::order_streams_after(stream, device, src.stream, stream_device_of(src));
   // A foreign buffer is released when the call returns; the GPU may still be reading memory it
   // can address directly (pinned or managed), so wait for this stream (not the device).
   if ((src.foreign && src.kind != memory_kind::host) ||
@@ -230,7 +230,7 @@ void fill_operand(const operand& dst, const unsigned char* element, stream_handl
   if (dst.ordered) runtime::order_streams(dst.stream, dst.device, stream, device);
   ::arrayport::detail::strided_fill(dst.side(), dst.shape.data(), dst.ndim(), element,
                                     dst.dt.itemsize(), stream, fill_kernel, what);
-  if (dst.ordered) runtime::order_streams(stream, device, dst.stream, dst.device);
+  if (dst.ordered) runtime::order_streams_after(stream, device, dst.stream, dst.device);
 }
 
 }  // namespace arrayport::ext

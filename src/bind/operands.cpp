@@ -141,6 +141,9 @@ void wait_before_release(ops::span<const input_holder> holders, const ops::place
   if (!where.on_gpu) return;
   for (const input_holder& h : holders)
     if (h.held) {
+      // While a CUDA graph is captured nothing runs yet (and a synchronisation would end the
+      // capture): the graph's inputs are its user's to keep, as in PyTorch.
+      if (runtime::stream_capturing(stream)) return;
       gil_release unlocked;
       runtime::stream_synchronize(stream);
       return;

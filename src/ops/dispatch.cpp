@@ -294,8 +294,8 @@ namespace {
 [[maybe_unused]] void order_arrays_after(const placement& where, stream_handle stream) {
   for (int i = 0; i < where.n_streams; ++i)
     if (where.streams[i].handle != stream)
-      runtime::order_streams(stream, where.device, where.streams[i].handle,
-                             where.streams[i].device);
+      runtime::order_streams_after(stream, where.device, where.streams[i].handle,
+                                   where.streams[i].device);
 }
 
 // The CPU reads memory the GPU may still be writing (managed/pinned operands): it waits for the

@@ -22,9 +22,24 @@ inline bool is_default_stream(stream_handle stream) noexcept {
 
 #if ARRAYPORT_HAS_CUDA
 
-/// The device `stream` belongs to; `fallback` for the default-stream handles.
+/// Whether `stream` is capturing a CUDA graph (a default-stream handle: whether another stream
+/// captures in a mode that forbids the legacy stream's implicit synchronisation). Many calls are
+/// refused on a capturing stream, and a refusal ends the capture: callers ask this first.
+inline bool stream_capturing(stream_handle stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  const cudaError_t e = cudaStreamIsCapturing(detail::to_cuda(stream), &status);
+  if (e == cudaErrorStreamCaptureImplicit) {
+    (void)cudaGetLastError();
+    return true;
+  }
+  ARRAYPORT_CUDA_CHECK(e);
+  return status != cudaStreamCaptureStatusNone;
+}
+
+/// The device `stream` belongs to; `fallback` for the default-stream handles and for a stream
+/// that is capturing a graph (CUDA refuses cudaStreamGetDevice there).
 inline int stream_device(stream_handle stream, int fallback) {
-  if (is_default_stream(stream)) return fallback;
+  if (is_default_stream(stream) || stream_capturing(stream)) return fallback;
   int device = -1;
   ARRAYPORT_CUDA_CHECK(cudaStreamGetDevice(detail::to_cuda(stream), &device));
   return device;
@@ -111,6 +126,7 @@ inline void stream_wait_event(stream_handle s, event_handle e) {
 
 #else  // no GPU: no stream can be created, none has pending work, every wait is already over
 
+inline bool stream_capturing(stream_handle) { return false; }
 inline int stream_device(stream_handle, int fallback) { return fallback; }
 
 inline stream_handle stream_create(int device, int, bool) {
@@ -143,6 +159,20 @@ inline void stream_synchronize(stream_handle s, int device) {
   stream_synchronize(s);
 }
 
+/// Whether ordering `consumer` after `producer` may go ahead while a CUDA graph is captured: false
+/// when only `consumer` captures (the producer's work is outside the graph, and must be done before
+/// the capture began, as CUDA graphs ask of their inputs); an error when only `producer` captures,
+/// which no stream outside the graph can wait for.
+inline bool may_order_during_capture(stream_handle producer, stream_handle consumer) {
+  const bool from = stream_capturing(producer), to = stream_capturing(consumer);
+  if (from && !to)
+    throw error(
+        "the producer's stream is capturing a CUDA graph, and the stream that would wait for it "
+        "is not part of the capture: make the capturing stream current (e.g. `with "
+        "arrayport.cuda.Stream.from_handle(torch.cuda.current_stream().cuda_stream):`)");
+  return !(to && !from);
+}
+
 /// Makes work enqueued later on `consumer` wait for the work enqueued so far on `producer`, both
 /// streams of `device`: an event recorded on one and waited on by the other, never a host or
 /// device-wide synchronisation. Nothing to do when they are the same stream. The event is one per
@@ -150,6 +180,7 @@ inline void stream_synchronize(stream_handle s, int device) {
 inline void order_streams(stream_handle producer, stream_handle consumer, int device) {
   if (producer == consumer) return;
   if (!is_available()) return;  // always so without CUDA
+  if (!may_order_during_capture(producer, consumer)) return;
   constexpr int cached_devices = 64;
   thread_local event_handle events[cached_devices] = {};  // created on their device, as
   // cudaEventRecord requires: the producer's (a default-stream handle is `device`'s)
@@ -179,6 +210,7 @@ inline void order_streams(stream_handle producer, stream_handle consumer, int de
 inline void order_streams(stream_handle producer, int producer_device, stream_handle consumer,
                           int consumer_device) {
   if (!is_available()) return;  // always so without CUDA
+  if (producer != consumer && !may_order_during_capture(producer, consumer)) return;
   const int current = get_device();
   const int from = stream_device(producer, producer_device >= 0 ? producer_device : current);
   const int to = stream_device(consumer, consumer_device >= 0 ? consumer_device : current);
@@ -200,6 +232,16 @@ inline void order_streams(stream_handle producer, int producer_device, stream_ha
     throw;
   }
   if (from >= cached_devices) event_destroy(e);
+}
+
+/// order_streams for handing an array back to its own stream after work on `producer`: the same,
+/// except while `producer` captures a CUDA graph that `consumer` is outside of, when nothing is
+/// ordered (whoever launches the graph orders its replays).
+inline void order_streams_after(stream_handle producer, int producer_device,
+                                stream_handle consumer, int consumer_device) {
+  if (producer == consumer || !is_available()) return;
+  if (stream_capturing(producer) && !stream_capturing(consumer)) return;
+  order_streams(producer, producer_device, consumer, consumer_device);
 }
 
 }  // namespace arrayport::runtime
