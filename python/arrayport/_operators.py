@@ -2,12 +2,13 @@
 arrayport.ops: the same dtype rules (NumPy 2, NEP 50: Python scalars weak, NumPy scalars strong),
 broadcasting, memory kinds, devices and stream ordering as the ops themselves.
 
-``+ - * /`` (reflected and in place), unary ``- +`` and ``abs()``, ``@`` of two 1-d arrays (their
-inner product), ``sum/mean/min/max/astype``, ``tolist/item`` and iteration over the first axis.
-Comparisons stay identity (``a == b`` is ``a is b``): arrayport.ops has no comparison kernels
-yet. An operand that is no array and no number makes the operator return NotImplemented, so
-Python tries the other side and then raises its TypeError; NumPy operands on the left defer to
-these (``__array_priority__``). Attached to the Array type when the package is imported.
+``+ - * / & | ^`` (reflected and in place), unary ``- + ~`` and ``abs()``, the comparisons
+``== != < <= > >=`` (bool Arrays, element-wise as NumPy's: an Array is therefore unhashable),
+``@`` of two 1-d arrays (their inner product), ``sum/mean/min/max/astype``, ``tolist/item`` and
+iteration over the first axis. An operand that is no array and no number makes the operator
+return NotImplemented, so Python tries the other side and then raises its TypeError (``==`` and
+``!=`` fall back to identity); NumPy operands on the left defer to these
+(``__array_priority__``). Attached to the Array type when the package is imported.
 """
 
 from __future__ import annotations
@@ -115,11 +116,17 @@ def _astype(self: Array, dtype: Any) -> Array:
 
 
 for _name, _op in (("add", ops.add), ("sub", ops.subtract), ("mul", ops.multiply),
-                   ("truediv", ops.divide)):
+                   ("truediv", ops.divide), ("and", ops.bitwise_and), ("or", ops.bitwise_or),
+                   ("xor", ops.bitwise_xor)):
     _f, _r, _i = _binary(_op)
     setattr(Array, f"__{_name}__", _f)
     setattr(Array, f"__r{_name}__", _r)
     setattr(Array, f"__i{_name}__", _i)
+# Python reflects a comparison itself (a < b tries b > a), so each needs only its forward form.
+for _name, _op in (("eq", ops.equal), ("ne", ops.not_equal), ("lt", ops.less),
+                   ("le", ops.less_equal), ("gt", ops.greater), ("ge", ops.greater_equal)):
+    setattr(Array, f"__{_name}__", _binary(_op)[0])
+setattr(Array, "__hash__", None)  # == is element-wise, as NumPy's ndarray
 # NumPy's own operators (an ndarray or NumPy scalar on the left) defer to a right operand of
 # higher __array_priority__ that has no __array_ufunc__: so np.float32(2) * a runs a's __rmul__,
 # on any memory kind. NumPy's functions (np.add(a, 1)) are untouched.
@@ -129,6 +136,7 @@ setattr(Array, "__rmatmul__", _rmatmul)
 setattr(Array, "__neg__", lambda self: ops.negative(self))
 setattr(Array, "__pos__", _pos)
 setattr(Array, "__abs__", lambda self: ops.abs(self))
+setattr(Array, "__invert__", lambda self: ops.bitwise_invert(self))
 setattr(Array, "__iter__", _iter)
 setattr(Array, "tolist", _tolist)
 setattr(Array, "item", _item)

@@ -35,7 +35,7 @@ _SCALARS = (bool, int, float, complex)
 
 def _reachable(x: Any, held: list[Any], name: str, device: int) -> tuple[Any, bool]:
     """An operand the GPU can read, and whether it came from pageable host memory."""
-    if isinstance(x, _SCALARS):
+    if x is None or isinstance(x, _SCALARS):  # None: clip's absent bound
         return x, False
     v = _core.view(x)
     if v.memory != "host":

@@ -20,6 +20,14 @@ does.
 Supported dtypes: bool, uint8, int32, int64, float16, bfloat16, float32, float64, complex64,
 complex128.
 
+Comparisons (``equal, not_equal, less, less_equal, greater, greater_equal``) compare in the
+promoted dtype and give bool (complex numbers order lexicographically, as NumPy's; NaN compares
+false). ``logical_and/or/xor/not`` take any dtype as truth values. ``bitwise_and/or/xor/invert``
+take bool and integers. ``isnan, isinf, isfinite`` give bool. ``exp, log, sin, cos, tanh`` take
+real dtypes (integers give floats, as ``sqrt``); their results may differ from NumPy's in the last
+bit (NumPy's own vector code and the CUDA math library each round their own way). ``clip(x, min,
+max)`` is ``minimum(maximum(x, min), max)`` with NaN propagating; a bound of None is none.
+
 Reductions (``sum, mean, min, max``) take ``axis`` (None: all, an int or a tuple), ``keepdims`` and
 ``out=`` (the result's shape and dtype exactly). ``dot(x, y, axis=None)`` is ``sum(x * y, axis)``
 with x and y broadcast together and accumulated as one reduction: for 1-d arrays the inner
@@ -45,9 +53,29 @@ from ._core.ops import (
     add,
     astype,
     axpy,
+    bitwise_and,
+    bitwise_invert,
+    bitwise_or,
+    bitwise_xor,
+    clip,
     copy,
+    cos,
     divide,
     dot,
+    equal,
+    exp,
+    greater,
+    greater_equal,
+    isfinite,
+    isinf,
+    isnan,
+    less,
+    less_equal,
+    log,
+    logical_and,
+    logical_not,
+    logical_or,
+    logical_xor,
     max,
     maximum,
     mean,
@@ -55,10 +83,13 @@ from ._core.ops import (
     minimum,
     multiply,
     negative,
+    not_equal,
+    sin,
     sqrt,
     square,
     subtract,
     sum,
+    tanh,
     where,
 )
 
@@ -71,9 +102,29 @@ __all__ = [
     "add",
     "astype",
     "axpy",
+    "bitwise_and",
+    "bitwise_invert",
+    "bitwise_or",
+    "bitwise_xor",
+    "clip",
     "copy",
+    "cos",
     "divide",
     "dot",
+    "equal",
+    "exp",
+    "greater",
+    "greater_equal",
+    "isfinite",
+    "isinf",
+    "isnan",
+    "less",
+    "less_equal",
+    "log",
+    "logical_and",
+    "logical_not",
+    "logical_or",
+    "logical_xor",
     "max",
     "maximum",
     "mean",
@@ -81,9 +132,12 @@ __all__ = [
     "minimum",
     "multiply",
     "negative",
+    "not_equal",
+    "sin",
     "sqrt",
     "square",
     "subtract",
     "sum",
+    "tanh",
     "where",
 ]

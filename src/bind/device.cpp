@@ -74,7 +74,7 @@ nb::object run_pipeline(const char* name, nb::tuple operands, nb::handle out, nb
 }
 
 nb::object elementwise_on_device(const ew_request& r, nb::handle device, nb::dict params,
-                                 nb::handle cast) {
+                                 nb::handle cast, nb::handle as_called) {
   if (const std::optional<staging> st = staging_for(device, r.out)) {
     std::optional<dtype> target;
     if (cast) target = parse_astype_dtype(cast);
@@ -82,7 +82,9 @@ nb::object elementwise_on_device(const ew_request& r, nb::handle device, nb::dic
     if (target) staged.cast_to = &*target;
     if (nb::object result = elementwise_staged(staged, st->device, st->chunk_bytes)) return result;
   }
-  return run_pipeline(r.op_name, operand_tuple(r.inputs), r.out, device, params);
+  return run_pipeline(r.op_name,
+                      as_called ? nb::borrow<nb::tuple>(as_called) : operand_tuple(r.inputs), r.out,
+                      device, params);
 }
 
 }  // namespace arrayport::ext

@@ -21,8 +21,11 @@ nanobind::object run_pipeline(const char* name, nanobind::tuple operands, nanobi
 /// An element-wise call with device= given: staged in C++ when it fits (an int naming an
 /// existing GPU, no out=, contiguous host operands of the result's shape), else run_pipeline
 /// with the operands and `params`. `cast` is astype's dtype= (parsed only when staged).
+/// `as_called`: the operands as the Python function takes them, where the request reorders or
+/// drops them (greater, clip); the request's own operands otherwise.
 nanobind::object elementwise_on_device(const ew_request& r, nanobind::handle device,
                                        nanobind::dict params,
-                                       nanobind::handle cast = nanobind::handle());
+                                       nanobind::handle cast = nanobind::handle(),
+                                       nanobind::handle as_called = nanobind::handle());
 
 }  // namespace arrayport::ext

@@ -66,9 +66,31 @@ void read_operands(const ew_request& r, stream_handle stream, ew_operands& o) {
                  /*allow_scalar=*/false);
 }
 
+// NumPy 2 compares an integer array with a Python int that its dtype cannot hold exactly (a uint8
+// array < 300 is true throughout): such an int takes part as a strong int64, not an OverflowError.
+// (One beyond int64 still raises.)
+void widen_unfitting_ints(const ew_request& r, ew_operands& o) {
+  if (r.op < ops::op_id::equal || r.op > ops::op_id::less_equal) return;
+  bool weak_int = false;
+  for (int i = 0; i < o.n; ++i) weak_int |= o.args[i].kind == weak_kind::int_ && !o.args[i].strong;
+  if (!weak_int) return;
+  const type_id t = ops::result_type(r.op, r.op_name, ops::arg_list(o.all, std::size_t(o.n)));
+  if (t != type_id::uint8 && t != type_id::int32) return;
+  const long long lo = t == type_id::uint8 ? 0 : INT32_MIN;
+  const long long hi = t == type_id::uint8 ? 255 : INT32_MAX;
+  for (int i = 0; i < o.n; ++i) {
+    if (o.args[i].kind != weak_kind::int_ || o.args[i].strong) continue;
+    int overflow = 0;
+    const long long v = PyLong_AsLongLongAndOverflow(o.holders[i].scalar, &overflow);
+    if (v == -1 && PyErr_Occurred()) throw nb::python_error();
+    if (overflow || v < lo || v > hi) o.args[i].strong = true;
+  }
+}
+
 // The dtype the kernel computes in: NEP 50 over the inputs (where's condition takes no part),
 // or astype's target, which the kernel table must have.
-type_id compute_type(const ew_request& r, const ew_operands& o) {
+type_id compute_type(const ew_request& r, ew_operands& o) {
+  widen_unfitting_ints(r, o);
   const int first = r.op == ops::op_id::where ? 1 : 0;
   const ops::arg_list typed(o.all + first, std::size_t(o.n - first));
   if (!r.cast_to) return ops::result_type(r.op, r.op_name, typed);
@@ -259,6 +281,9 @@ nb::object elementwise(const ew_request& r) {
   ops::ew_call call;
   start_call(call, r, o, compute);
 
+  if (o.has_out && where.on_gpu)
+    require_distinct_out_elements(r.op_name, o.out().view,
+                                  "on the GPU, the writes to one element race (pass a copy)");
   const bool via_temporary = through_temporary(o);
   output_holder result;
   strided_view out_view;

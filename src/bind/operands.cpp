@@ -189,6 +189,15 @@ bool same_elements(const strided_view& in, const strided_view& out) {
   return true;
 }
 
+void require_distinct_out_elements(const char* op_name, const strided_view& out,
+                                   const char* why) {
+  const arrayport_view_t& c = out.c_view();
+  if (strides_nest(c.shape, c.strides, c.ndim)) return;
+  throw value_error(std::string(op_name) +
+                    ": out: expected an array whose elements are distinct, got one where several "
+                    "share memory (a zero or overlapping stride): " + why);
+}
+
 bool c_contiguous(const strided_view& v) {
   return is_contiguous(v.c_view().shape, v.c_view().strides, v.ndim(), true);
 }

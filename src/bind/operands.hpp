@@ -55,6 +55,10 @@ bool same_elements(const strided_view& in, const strided_view& out);
 
 bool c_contiguous(const strided_view& v);
 
+/// ValueError naming `op_name` and out= when several elements of `out` share memory (a zero or
+/// overlapping stride), `why` saying why that has no defined result there.
+void require_distinct_out_elements(const char* op_name, const strided_view& out, const char* why);
+
 /// astype's dtype=, read as arrayport.empty reads it, with messages that name astype.
 dtype parse_astype_dtype(nanobind::handle d);
 

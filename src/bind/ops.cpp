@@ -29,6 +29,21 @@ constexpr entry<op_id> binary_ops[] = {
     {"multiply", op_id::multiply, "x1 * x2, element-wise."},
     {"maximum", op_id::maximum, "Element-wise maximum; NaN propagates."},
     {"minimum", op_id::minimum, "Element-wise minimum; NaN propagates."},
+    {"equal", op_id::equal, "x1 == x2, element-wise (bool)."},
+    {"not_equal", op_id::not_equal, "x1 != x2, element-wise (bool)."},
+    {"less", op_id::less, "x1 < x2, element-wise (bool; complex: lexicographic)."},
+    {"less_equal", op_id::less_equal, "x1 <= x2, element-wise (bool)."},
+    {"logical_and", op_id::logical_and, "x1 and x2, element-wise, any dtype as truth (bool)."},
+    {"logical_or", op_id::logical_or, "x1 or x2, element-wise (bool)."},
+    {"logical_xor", op_id::logical_xor, "x1 != x2 as truth values, element-wise (bool)."},
+    {"bitwise_and", op_id::bitwise_and, "x1 & x2, element-wise (bool and integers)."},
+    {"bitwise_or", op_id::bitwise_or, "x1 | x2, element-wise (bool and integers)."},
+    {"bitwise_xor", op_id::bitwise_xor, "x1 ^ x2, element-wise (bool and integers)."},
+};
+// x1 > x2 is x2 < x1: the same kernels with the operands swapped (NaN compares false either way).
+constexpr entry<op_id> swapped_ops[] = {
+    {"greater", op_id::less, "x1 > x2, element-wise (bool; complex: lexicographic)."},
+    {"greater_equal", op_id::less_equal, "x1 >= x2, element-wise (bool)."},
 };
 constexpr entry<op_id> unary_ops[] = {
     {"negative", op_id::negative, "-x, element-wise."},
@@ -36,6 +51,16 @@ constexpr entry<op_id> unary_ops[] = {
     {"sqrt", op_id::sqrt, "Square root, element-wise (integers give floats)."},
     {"abs", op_id::abs, "Absolute value (complex: the modulus, a real dtype)."},
     {"copy", op_id::copy, "A copy of x (contiguous), or x written into out."},
+    {"logical_not", op_id::logical_not, "not x, element-wise, any dtype as truth (bool)."},
+    {"bitwise_invert", op_id::bitwise_invert, "~x, element-wise (bool: logical not)."},
+    {"isnan", op_id::isnan, "Whether x is NaN, element-wise (bool)."},
+    {"isinf", op_id::isinf, "Whether x is infinite, element-wise (bool)."},
+    {"isfinite", op_id::isfinite, "Whether x is neither infinite nor NaN, element-wise (bool)."},
+    {"exp", op_id::exp, "e ** x, element-wise (real dtypes; integers give floats)."},
+    {"log", op_id::log, "Natural logarithm, element-wise (real dtypes; integers give floats)."},
+    {"sin", op_id::sin, "Sine, element-wise (real dtypes; integers give floats)."},
+    {"cos", op_id::cos, "Cosine, element-wise (real dtypes; integers give floats)."},
+    {"tanh", op_id::tanh, "Hyperbolic tangent, element-wise (real dtypes; integers give floats)."},
 };
 constexpr entry<reduce_op> reductions[] = {
     {"sum", reduce_op::sum, "Sum over axis (None: all), pairwise/tree accumulated."},
@@ -56,6 +81,19 @@ void register_binary(nb::module_& m, const entry<op_id>& e) {
       [op = e.op, name = e.name](nb::handle x1, nb::handle x2, nb::handle out, nb::handle device) {
         const operand in[] = {{x1, "x1"}, {x2, "x2"}};
         return run({op, name, in, out}, device);
+      },
+      "x1"_a.none(), "x2"_a.none(), nb::kw_only(), "out"_a = nb::none(), "device"_a = nb::none(),
+      e.doc);
+}
+
+void register_swapped(nb::module_& m, const entry<op_id>& e) {
+  m.def(
+      e.name,
+      [op = e.op, name = e.name](nb::handle x1, nb::handle x2, nb::handle out, nb::handle device) {
+        const operand in[] = {{x2, "x2"}, {x1, "x1"}};
+        if (device.is_none()) return elementwise({op, name, in, out});
+        return elementwise_on_device({op, name, in, out}, device, nb::dict(), nb::handle(),
+                                     nb::make_tuple(x1, x2));
       },
       "x1"_a.none(), "x2"_a.none(), nb::kw_only(), "out"_a = nb::none(), "device"_a = nb::none(),
       e.doc);
@@ -98,6 +136,20 @@ nb::object where(nb::handle condition, nb::handle x, nb::handle y, nb::handle ou
   return run({op_id::where, "where", in, out}, device);
 }
 
+nb::object clip(nb::handle x, nb::handle min, nb::handle max, nb::handle out, nb::handle device) {
+  // One bound alone is one comparison; neither gives x itself (a copy, or x into out).
+  const operand all[] = {{x, "x"}, {min, "min"}, {max, "max"}};
+  const operand one[] = {{x, "x"}, min.is_none() ? all[2] : all[1]};
+  const ops::span<const operand> x_alone(one, 1);
+  const ew_request r =
+      min.is_none() && max.is_none() ? ew_request{op_id::copy, "clip", x_alone, out}
+      : !min.is_none() && !max.is_none()
+          ? ew_request{op_id::clip, "clip", all, out}
+          : ew_request{min.is_none() ? op_id::minimum : op_id::maximum, "clip", one, out};
+  if (device.is_none()) return elementwise(r);
+  return elementwise_on_device(r, device, nb::dict(), nb::handle(), nb::make_tuple(x, min, max));
+}
+
 nb::object axpy(nb::handle a, nb::handle x, nb::handle y, nb::handle out, nb::handle device) {
   const operand in[] = {{a, "a"}, {x, "x"}, {y, "y"}};
   return run({op_id::axpy, "axpy", in, out}, device);
@@ -132,6 +184,7 @@ nb::object dot_on(nb::handle x, nb::handle y, nb::handle axis, nb::handle keepdi
 void register_ops(nb::module_& parent) {
   nb::module_ m = parent.def_submodule("ops", "Element-wise operations and reductions.");
   for (const auto& e : binary_ops) register_binary(m, e);
+  for (const auto& e : swapped_ops) register_swapped(m, e);
   m.def("divide", &divide, "x1"_a.none(), "x2"_a.none(), nb::kw_only(), "out"_a = nb::none(),
         "zero_value"_a = nb::none(), "device"_a = nb::none(),
         "x1 / x2 (true division); where x2 == 0 gives zero_value when one is given.");
@@ -142,6 +195,10 @@ void register_ops(nb::module_& parent) {
   m.def("where", &where, "condition"_a.none(), "x"_a.none(), "y"_a.none(), nb::kw_only(),
         "out"_a = nb::none(), "device"_a = nb::none(),
         "x where condition is true, else y (condition converted to bool).");
+  m.def("clip", &clip, "x"_a.none(), "min"_a.none() = nb::none(), "max"_a.none() = nb::none(),
+        nb::kw_only(), "out"_a = nb::none(), "device"_a = nb::none(),
+        "x limited to [min, max] element-wise: minimum(maximum(x, min), max), NaN propagating; "
+        "a bound of None is no bound.");
   m.def("axpy", &axpy, "a"_a.none(), "x"_a.none(), "y"_a.none(), nb::kw_only(),
         "out"_a = nb::none(), "device"_a = nb::none(),
         "a * x + y in one pass (rounded after the multiply and after the add, as NumPy would).");

@@ -105,6 +105,9 @@ void check_reduce_out(const char* op_name, const strided_view& out, dtype out_dt
   if (out.readonly())
     throw value_error(std::string(op_name) +
                       ": out: expected a writable array, got a read-only one");
+  // NumPy accumulates into such an out= in its loop's order; arrayport would write each result.
+  require_distinct_out_elements(op_name, out,
+                                "a reduction's result there depends on the order of its writes");
 }
 
 // The operands of a reduction: its N - 1 inputs, then out= when given.

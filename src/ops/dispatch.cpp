@@ -105,8 +105,12 @@ type_id result_type(op_id op, const char* op_name, arg_list args) {
     r = promote_args(op_name, args, std::nullopt);
   }
   if (op == op_id::divide && (r == T::bool_ || is_integer(r))) r = T::float64;
-  if (op == op_id::sqrt && (r == T::bool_ || r == T::uint8)) r = T::float16;
-  if (op == op_id::sqrt && is_integer(r)) r = T::float64;
+  if (op >= op_id::logical_and && op <= op_id::logical_not) r = T::bool_;
+  // NumPy's loops of these take floats only: bool and uint8 go to float16, wider integers to
+  // float64.
+  const bool float_loop = op == op_id::sqrt || (op >= op_id::isnan && op <= op_id::tanh);
+  if (float_loop && (r == T::bool_ || r == T::uint8)) r = T::float16;
+  if (float_loop && is_integer(r)) r = T::float64;
   if (!supports(op, r)) {
     const char* hint = r != T::bool_         ? ""
                        : op == op_id::square ? " (NumPy gives int8, which ops has not; cast first)"
@@ -315,7 +319,9 @@ void launch(ew_call& call, const placement& where, stream_ref stream) {
   if (call.size == 0) return;
   if (where.on_gpu) {
 #if ARRAYPORT_HAS_CUDA
-    const ew_fn fn = cuda::elementwise_table[std::size_t(op)][std::size_t(t)];
+    const ew_table& table =
+        ew_unit(call.op) == 0 ? cuda::elementwise_table : cuda::elementwise_table_more;
+    const ew_fn fn = table[std::size_t(op)][std::size_t(t)];
     runtime::device_guard guard(where.device);
     call.stream = stream.handle;
     wait_for_arrays(where, call.stream);
@@ -327,7 +333,9 @@ void launch(ew_call& call, const placement& where, stream_ref stream) {
 #endif
   }
   cpu_waits(where, stream.handle);
-  cpu::elementwise_table[std::size_t(op)][std::size_t(t)](call);
+  const ew_table& table =
+      ew_unit(call.op) == 0 ? cpu::elementwise_table : cpu::elementwise_table_more;
+  table[std::size_t(op)][std::size_t(t)](call);
 }
 
 void launch_staged(const ew_call& call, const placement& where, std::int64_t chunk_bytes,

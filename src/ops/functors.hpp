@@ -28,12 +28,59 @@ enum class op_id : std::uint8_t {
   copy,  // unary (copy also casts: astype)
   where,
   axpy,  // ternary
+  equal,
+  not_equal,
+  less,
+  less_equal,  // comparisons: bool results (greater is less with the operands swapped)
+  logical_and,
+  logical_or,
+  logical_xor,
+  logical_not,  // computed in bool: the loads convert (x != 0)
+  bitwise_and,
+  bitwise_or,
+  bitwise_xor,
+  bitwise_invert,  // bool and integers
+  isnan,
+  isinf,
+  isfinite,  // bool results
+  exp,
+  log,
+  sin,
+  cos,
+  tanh,  // real floating point
+  clip,  // ternary: minimum(maximum(x, lo), hi)
   count
 };
 inline constexpr int op_count = static_cast<int>(op_id::count);
 
 constexpr int arity(op_id op) noexcept {
-  return op <= op_id::minimum ? 2 : op <= op_id::copy ? 1 : 3;
+  switch (op) {
+    case op_id::negative:
+    case op_id::square:
+    case op_id::sqrt:
+    case op_id::abs:
+    case op_id::copy:
+    case op_id::logical_not:
+    case op_id::bitwise_invert:
+    case op_id::isnan:
+    case op_id::isinf:
+    case op_id::isfinite:
+    case op_id::exp:
+    case op_id::log:
+    case op_id::sin:
+    case op_id::cos:
+    case op_id::tanh: return 1;
+    case op_id::where:
+    case op_id::axpy:
+    case op_id::clip: return 3;
+    default: return 2;
+  }
+}
+
+/// Ops whose result is bool whatever dtype they compute in.
+constexpr bool gives_bool(op_id op) noexcept {
+  return (op >= op_id::equal && op <= op_id::logical_not) ||
+         (op >= op_id::isnan && op <= op_id::isfinite);
 }
 
 /// The op's extra parameter (divide's zero_value), as one element of the result dtype.
@@ -91,6 +138,16 @@ ARRAYPORT_HOST_DEVICE inline float fabs_(float x) { return fabsf(x); }
 ARRAYPORT_HOST_DEVICE inline double fabs_(double x) { return fabs(x); }
 ARRAYPORT_HOST_DEVICE inline float copysign_(float x, float y) { return copysignf(x, y); }
 ARRAYPORT_HOST_DEVICE inline double copysign_(double x, double y) { return copysign(x, y); }
+ARRAYPORT_HOST_DEVICE inline float exp_(float x) { return expf(x); }
+ARRAYPORT_HOST_DEVICE inline double exp_(double x) { return exp(x); }
+ARRAYPORT_HOST_DEVICE inline float log_(float x) { return logf(x); }
+ARRAYPORT_HOST_DEVICE inline double log_(double x) { return log(x); }
+ARRAYPORT_HOST_DEVICE inline float sin_(float x) { return sinf(x); }
+ARRAYPORT_HOST_DEVICE inline double sin_(double x) { return sin(x); }
+ARRAYPORT_HOST_DEVICE inline float cos_(float x) { return cosf(x); }
+ARRAYPORT_HOST_DEVICE inline double cos_(double x) { return cos(x); }
+ARRAYPORT_HOST_DEVICE inline float tanh_(float x) { return tanhf(x); }
+ARRAYPORT_HOST_DEVICE inline double tanh_(double x) { return tanh(x); }
 // Without <cmath>'s overloads, which device code may lack.
 template <class R>
 ARRAYPORT_HOST_DEVICE inline bool isnan_(R x) {
@@ -238,6 +295,134 @@ struct axpy_fn {
   }
 };
 
+// Comparisons compute in the operands' promoted dtype and give bool; complex numbers order
+// lexicographically, as in NumPy, and NaN compares false (not_equal: true).
+struct equal_fn {
+  template <class C>
+  ARRAYPORT_HOST_DEVICE bool operator()(C a, C b) const {
+    return a == b;
+  }
+};
+struct not_equal_fn {
+  template <class C>
+  ARRAYPORT_HOST_DEVICE bool operator()(C a, C b) const {
+    return !(a == b);
+  }
+};
+struct less_fn {
+  template <class C>
+  ARRAYPORT_HOST_DEVICE bool operator()(C a, C b) const {
+    return detail::greater(b, a);
+  }
+};
+struct less_equal_fn {
+  template <class C>
+  ARRAYPORT_HOST_DEVICE bool operator()(C a, C b) const {
+    if (detail::is_nan(a) || detail::is_nan(b)) return false;
+    return !detail::greater(a, b);
+  }
+};
+struct logical_and_fn {
+  ARRAYPORT_HOST_DEVICE bool operator()(bool a, bool b) const { return a && b; }
+};
+struct logical_or_fn {
+  ARRAYPORT_HOST_DEVICE bool operator()(bool a, bool b) const { return a || b; }
+};
+struct logical_xor_fn {
+  ARRAYPORT_HOST_DEVICE bool operator()(bool a, bool b) const { return a != b; }
+};
+struct logical_not_fn {
+  ARRAYPORT_HOST_DEVICE bool operator()(bool a) const { return !a; }
+};
+struct bitwise_and_fn {
+  template <class C>
+  ARRAYPORT_HOST_DEVICE C operator()(C a, C b) const {
+    return static_cast<C>(a & b);
+  }
+};
+struct bitwise_or_fn {
+  template <class C>
+  ARRAYPORT_HOST_DEVICE C operator()(C a, C b) const {
+    return static_cast<C>(a | b);
+  }
+};
+struct bitwise_xor_fn {
+  template <class C>
+  ARRAYPORT_HOST_DEVICE C operator()(C a, C b) const {
+    return static_cast<C>(a ^ b);
+  }
+};
+struct bitwise_invert_fn {  // NumPy's invert: logical not for bool
+  template <class C>
+  ARRAYPORT_HOST_DEVICE C operator()(C a) const {
+    if constexpr (std::is_same_v<C, bool>)
+      return !a;
+    else
+      return static_cast<C>(~a);
+  }
+};
+struct isnan_fn {
+  template <class C>
+  ARRAYPORT_HOST_DEVICE bool operator()(C a) const {
+    return detail::is_nan(a);
+  }
+};
+struct isinf_fn {
+  template <class C>
+  ARRAYPORT_HOST_DEVICE bool operator()(C a) const {
+    if constexpr (is_complex_v<C>)
+      return detail::isinf_(a.re) || detail::isinf_(a.im);
+    else
+      return detail::isinf_(a);
+  }
+};
+struct isfinite_fn {
+  template <class C>
+  ARRAYPORT_HOST_DEVICE bool operator()(C a) const {
+    if constexpr (is_complex_v<C>)
+      return a.re - a.re == 0 && a.im - a.im == 0;
+    else
+      return a - a == 0;  // false for inf (inf - inf is NaN) and NaN
+  }
+};
+struct exp_fn {
+  template <class C>
+  ARRAYPORT_HOST_DEVICE C operator()(C a) const {
+    return detail::exp_(a);
+  }
+};
+struct log_fn {
+  template <class C>
+  ARRAYPORT_HOST_DEVICE C operator()(C a) const {
+    return detail::log_(a);
+  }
+};
+struct sin_fn {
+  template <class C>
+  ARRAYPORT_HOST_DEVICE C operator()(C a) const {
+    return detail::sin_(a);
+  }
+};
+struct cos_fn {
+  template <class C>
+  ARRAYPORT_HOST_DEVICE C operator()(C a) const {
+    return detail::cos_(a);
+  }
+};
+struct tanh_fn {
+  template <class C>
+  ARRAYPORT_HOST_DEVICE C operator()(C a) const {
+    return detail::tanh_(a);
+  }
+};
+// NumPy 2's clip: minimum(maximum(x, lo), hi), NaN in any operand propagating.
+struct clip_fn {
+  template <class C>
+  ARRAYPORT_HOST_DEVICE C operator()(C x, C lo, C hi) const {
+    return minimum_fn{}(maximum_fn{}(x, lo), hi);
+  }
+};
+
 /// divide(a, b, zero_value=None): true division; with a zero_value, a zero divisor gives it
 /// instead of inf/nan (NumCu's default-on-zero-divisor).
 template <class C>
@@ -256,12 +441,29 @@ constexpr bool supports(op_id op, type_id t) noexcept {
   if (static_cast<int>(t) >= elementwise_type_count) return false;
   const bool b = t == type_id::bool_;
   const bool inexact = is_floating(t) || is_complex(t);
+  const bool integral = b || is_integer(t);
   switch (op) {
     case op_id::subtract:
     case op_id::negative:
     case op_id::square: return !b;
     case op_id::divide:
     case op_id::sqrt: return inexact;
+    case op_id::logical_and:
+    case op_id::logical_or:
+    case op_id::logical_xor:
+    case op_id::logical_not: return b;  // every dtype converts to bool in its load
+    case op_id::bitwise_and:
+    case op_id::bitwise_or:
+    case op_id::bitwise_xor:
+    case op_id::bitwise_invert: return integral;
+    case op_id::isnan:
+    case op_id::isinf:
+    case op_id::isfinite: return inexact;  // integers are loaded as floats (never NaN or inf)
+    case op_id::exp:
+    case op_id::log:
+    case op_id::sin:
+    case op_id::cos:
+    case op_id::tanh: return is_floating(t);
     default: return true;
   }
 }
@@ -321,6 +523,90 @@ template <class C>
 struct functor_of<op_id::axpy, C> {
   using type = void;
 };  // make_functor
+template <class C>
+struct functor_of<op_id::equal, C> {
+  using type = equal_fn;
+};
+template <class C>
+struct functor_of<op_id::not_equal, C> {
+  using type = not_equal_fn;
+};
+template <class C>
+struct functor_of<op_id::less, C> {
+  using type = less_fn;
+};
+template <class C>
+struct functor_of<op_id::less_equal, C> {
+  using type = less_equal_fn;
+};
+template <class C>
+struct functor_of<op_id::logical_and, C> {
+  using type = logical_and_fn;
+};
+template <class C>
+struct functor_of<op_id::logical_or, C> {
+  using type = logical_or_fn;
+};
+template <class C>
+struct functor_of<op_id::logical_xor, C> {
+  using type = logical_xor_fn;
+};
+template <class C>
+struct functor_of<op_id::logical_not, C> {
+  using type = logical_not_fn;
+};
+template <class C>
+struct functor_of<op_id::bitwise_and, C> {
+  using type = bitwise_and_fn;
+};
+template <class C>
+struct functor_of<op_id::bitwise_or, C> {
+  using type = bitwise_or_fn;
+};
+template <class C>
+struct functor_of<op_id::bitwise_xor, C> {
+  using type = bitwise_xor_fn;
+};
+template <class C>
+struct functor_of<op_id::bitwise_invert, C> {
+  using type = bitwise_invert_fn;
+};
+template <class C>
+struct functor_of<op_id::isnan, C> {
+  using type = isnan_fn;
+};
+template <class C>
+struct functor_of<op_id::isinf, C> {
+  using type = isinf_fn;
+};
+template <class C>
+struct functor_of<op_id::isfinite, C> {
+  using type = isfinite_fn;
+};
+template <class C>
+struct functor_of<op_id::exp, C> {
+  using type = exp_fn;
+};
+template <class C>
+struct functor_of<op_id::log, C> {
+  using type = log_fn;
+};
+template <class C>
+struct functor_of<op_id::sin, C> {
+  using type = sin_fn;
+};
+template <class C>
+struct functor_of<op_id::cos, C> {
+  using type = cos_fn;
+};
+template <class C>
+struct functor_of<op_id::tanh, C> {
+  using type = tanh_fn;
+};
+template <class C>
+struct functor_of<op_id::clip, C> {
+  using type = clip_fn;
+};
 
 /// Builds the functor for result storage type S from the call's parameters.
 template <op_id Op, class S>
@@ -350,14 +636,17 @@ constexpr type_id arg_type(op_id op, int i, type_id compute) noexcept {
   return op == op_id::where && i == 0 ? type_id::bool_ : compute;
 }
 
-/// The storage type the op stores: abs of complex is real, everything else S.
+/// The storage type the op stores: bool for comparisons and predicates, abs of complex is real,
+/// everything else S.
 template <op_id Op, class S>
-using result_storage_t =
+using result_storage_t = std::conditional_t<
+    gives_bool(Op), bool,
     std::conditional_t<Op == op_id::abs && is_complex_v<S>,
-                       std::conditional_t<std::is_same_v<S, complex<float>>, float, double>, S>;
+                       std::conditional_t<std::is_same_v<S, complex<float>>, float, double>, S>>;
 
 /// result_storage_t as a dtype id: the dtype of the result of op computed in `compute`.
 constexpr type_id result_storage_type(op_id op, type_id compute) noexcept {
+  if (gives_bool(op)) return type_id::bool_;
   if (op != op_id::abs || !is_complex(compute)) return compute;
   return compute == type_id::complex64 ? type_id::float32 : type_id::float64;
 }

@@ -33,9 +33,14 @@ constexpr std::array<std::array<Fn, elementwise_type_count>, NOps> make_kernel_t
   return table_detail::table<Kernels, Op, Fn>(std::make_index_sequence<NOps>{});
 }
 
+/// The element-wise kernels are compiled in two translation units per backend, which a parallel
+/// build compiles at once: 0, the arithmetic ops (before op_id::equal); 1, the others.
+constexpr int ew_unit(op_id op) noexcept { return op < op_id::equal ? 0 : 1; }
+
 namespace cpu {
-/// nullptr where the op does not support the dtype (see supports()).
-extern const ew_table elementwise_table;
+/// nullptr where the op does not support the dtype (see supports()) or is in the other unit.
+extern const ew_table elementwise_table;       ///< ew_unit 0
+extern const ew_table elementwise_table_more;  ///< ew_unit 1
 /// Indexed by the INPUT dtype (the kernel converts to the accumulator in its load).
 extern const reduce_table_t reduce_table;
 }  // namespace cpu
@@ -43,6 +48,7 @@ extern const reduce_table_t reduce_table;
 #if ARRAYPORT_HAS_CUDA
 namespace cuda {
 extern const ew_table elementwise_table;
+extern const ew_table elementwise_table_more;
 extern const reduce_table_t reduce_table;
 }  // namespace cuda
 #endif

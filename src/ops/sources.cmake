@@ -3,8 +3,10 @@
 set(ARRAYPORT_OPS_SOURCES
   ops/dispatch.cpp
   ops/cpu/elementwise.cpp
+  ops/cpu/elementwise_more.cpp
   ops/cpu/reduce.cpp
   ops/cpu/parallel.cpp)
 set(ARRAYPORT_OPS_CUDA_SOURCES
   ops/cuda/elementwise.cu
+  ops/cuda/elementwise_more.cu
   ops/cuda/reduce.cu)

@@ -17,8 +17,12 @@ import arrayport as ap
 DTYPES = ["bool", "uint8", "int32", "int64", "float16", "float32", "float64", "complex64",
           "complex128"]
 RTOL = {"float16": 1e-3, "float32": 2e-6, "complex64": 2e-6, "float64": 1e-12, "complex128": 1e-12}
-BINARY = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
-INPLACE = {"+": operator.iadd, "-": operator.isub, "*": operator.imul, "/": operator.itruediv}
+BINARY = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
+          "&": operator.and_, "|": operator.or_, "^": operator.xor}
+INPLACE = {"+": operator.iadd, "-": operator.isub, "*": operator.imul, "/": operator.itruediv,
+           "&": operator.iand, "|": operator.ior, "^": operator.ixor}
+COMPARISONS = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
+               ">": operator.gt, ">=": operator.ge}
 
 
 def values(shape, dtype, seed):
@@ -73,7 +77,8 @@ shapes = st.sampled_from([(), (1,), (7,), (3, 4), (2, 3, 5), (0, 3)])
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(op=st.sampled_from(list(BINARY)), d1=st.sampled_from(DTYPES), d2=st.sampled_from(DTYPES),
+@given(op=st.sampled_from(list(BINARY) + list(COMPARISONS)), d1=st.sampled_from(DTYPES),
+       d2=st.sampled_from(DTYPES),
        shape=shapes, kind=st.sampled_from(["array", "numpy", "numpy-scalar", "python-scalar", "list"]),
        lay=st.sampled_from(["contiguous", "strided", "reversed", "transposed"]),
        reflected=st.booleans(), seed=st.integers(0, 2**16))
@@ -81,7 +86,7 @@ def test_binary_operators_match_numpy(op, d1, d2, shape, kind, lay, reflected, s
     n = layout(values(shape, d1, seed), lay)
     a = ap.asarray(n)
     theirs, numpy_theirs = other_operand(kind, values(shape, d2, seed + 1), d2)
-    f = BINARY[op]
+    f = {**BINARY, **COMPARISONS}[op]
     left, right = (theirs, a) if reflected else (a, theirs)
     n_left, n_right = (numpy_theirs, n) if reflected else (n, numpy_theirs)
     try:
@@ -124,14 +129,32 @@ def test_in_place_operators_write_the_array_or_refuse_a_cast(op, dtype, shape, k
 def test_unary_operators_match_numpy(dtype):
     n = values((3, 4), dtype, 1)
     a = ap.asarray(n)
-    for f in (operator.neg, operator.pos, abs):
+    for f in (operator.neg, operator.pos, abs, operator.invert):
         try:
             want = f(n)
         except TypeError:
-            with pytest.raises(TypeError, match="not supported for dtype bool"):
+            with pytest.raises(TypeError, match="not supported for dtype"):
                 f(a)
             continue
         close(f(a), want, dtype)
+
+
+@pytest.mark.parametrize("other", ["x", None, object()])
+def test_comparing_with_what_is_no_array_is_identity_or_python_s_type_error(other):
+    a = ap.asarray(np.arange(3.0))
+    assert (a == other) is False and (a != other) is True and (other == a) is False
+    for f in (operator.lt, operator.le, operator.gt, operator.ge):
+        with pytest.raises(TypeError, match="not supported between instances"):
+            f(a, other)
+
+
+def test_an_array_is_unhashable_and_equal_values_compare_equal():
+    a = ap.asarray(np.arange(4.0))
+    with pytest.raises(TypeError, match="unhashable type: 'arrayport.Array'"):
+        hash(a)
+    assert (a == a.copy()).tolist() == [True] * 4
+    assert (a[::-1] <= 1.5).tolist() == [False, False, True, True]
+    assert (np.arange(4) > a).tolist() == [False] * 4  # NumPy on the left defers to the Array
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

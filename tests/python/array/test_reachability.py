@@ -183,12 +183,20 @@ def method_calls(v: ap.Array):
                             ("__isub__", "subtract"), ("__mul__", "multiply"),
                             ("__rmul__", "multiply"), ("__imul__", "multiply"),
                             ("__truediv__", "divide"), ("__rtruediv__", "divide"),
-                            ("__itruediv__", "divide"))},
+                            ("__itruediv__", "divide"), ("__and__", "bitwise_and"),
+                            ("__rand__", "bitwise_and"), ("__iand__", "bitwise_and"),
+                            ("__or__", "bitwise_or"), ("__ror__", "bitwise_or"),
+                            ("__ior__", "bitwise_or"), ("__xor__", "bitwise_xor"),
+                            ("__rxor__", "bitwise_xor"), ("__ixor__", "bitwise_xor"),
+                            ("__eq__", "equal"), ("__ne__", "not_equal"), ("__lt__", "less"),
+                            ("__le__", "less_equal"), ("__gt__", "greater"),
+                            ("__ge__", "greater_equal"))},
         "__matmul__": [((v,), {}, (ops_refused("dot"), not_1d, op_dtype))],
         "__rmatmul__": [((v,), {}, (ops_refused("dot"), not_1d, op_dtype))],
         "__neg__": [((), {}, (ops_refused("negative"), op_dtype))],
         "__pos__": [((), {}, (ops_refused("copy"), op_dtype))],
         "__abs__": [((), {}, (ops_refused("abs"), op_dtype))],
+        "__invert__": [((), {}, (ops_refused("bitwise_invert"), op_dtype))],
         **{name: [((), {}, (ops_refused(name), op_dtype)), ((0,), {}, (ops_refused(name), op_dtype,
                                                              (ValueError, r"axis")))]
            for name in ("sum", "mean", "min", "max")},
@@ -302,8 +310,9 @@ def test_python_operations_never_read_device_memory(view):
               (TypeError, r"must be|cannot be interpreted|only|argument|cannot convert"),
               host_only, conversion)
     check(lambda: list(view), OK, (TypeError, r"iteration over a 0-d array"), conversion)
-    assert check(lambda: view == view, OK) is True  # identity: no elementwise comparison
-    check(lambda: hash(view), OK)
+    # == is element-wise (ops.equal): refused as every op is; an Array is unhashable, as an ndarray.
+    check(lambda: view == view, ops_refused("equal"), op_dtype)
+    check(lambda: hash(view), (TypeError, r"^unhashable type: 'arrayport.Array'"))
     assert weakref.ref(view)() is view
     # Pickles and copies hold copies of the data: refused, as copy() is, never read.
     check(lambda: pickle.dumps(view), refused("Array.copy"))

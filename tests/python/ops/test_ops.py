@@ -511,6 +511,18 @@ def test_dot_has_the_dtype_of_the_product_as_numpy_dot_has(dtype, fill):
     assert np.asarray(got) == want
 
 
+@pytest.mark.parametrize("name", ["sum", "mean", "min", "max"])
+def test_a_reduction_into_an_out_whose_elements_coincide_is_refused(name):
+    # NumPy accumulates into such an out= in its loop's order (sum: 66 here); arrayport's result
+    # would depend on the order of its writes: a ValueError naming out=, the memory untouched.
+    from numpy.lib.stride_tricks import as_strided
+    base = np.full(1, 7.0)
+    with pytest.raises(ValueError, match=rf"^{name}: out: expected an array whose elements are "
+                                         r"distinct, got one where several share memory"):
+        getattr(ops, name)(np.arange(12.0).reshape(3, 4), axis=0, out=as_strided(base, (4,), (0,)))
+    assert base[0] == 7.0
+
+
 @pytest.mark.parametrize("name", ["add", "multiply", "maximum"])
 def test_an_out_whose_elements_coincide_over_an_input_matches_numpy(name):
     # out= with a zero stride writes several results to one element; where that element is also

@@ -117,6 +117,77 @@ def test_gpu_reductions(memory, dtype, name):
     check(getattr(ops, name)(to_gpu(big, memory)), want, kind, {**RED_RTOL, "float16": 5e-2})
 
 
+NEW_BINARY = ["equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
+              "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or",
+              "bitwise_xor"]
+NEW_UNARY = ["logical_not", "bitwise_invert", "isnan", "isinf", "isfinite", "exp", "log", "sin",
+             "cos", "tanh"]
+
+
+@needs_gpu
+@pytest.mark.parametrize("memory", GPU_MEMORY)
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "int32", "int64", "float16", "float32",
+                                   "float64"])
+def test_gpu_comparison_logical_bitwise_and_math_ops(memory, dtype):
+    # Each op on GPU memory against NumPy: the same dtype, exact values (math: within 1e-6 of
+    # NumPy's, 1e-3 for float16), the same refusals; NaN and infinities among the floats.
+    rng = np.random.default_rng(7)
+    x = rng.uniform(-3, 3, 1027).astype(dtype) if dtype != "bool" else rng.random(1027) < 0.5
+    y = rng.uniform(-3, 3, 1027).astype(dtype) if dtype != "bool" else rng.random(1027) < 0.5
+    if dtype.startswith("float"):
+        x[:6] = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0]
+        y[:6] = [np.nan, 1.0, -np.inf, -0.0, 0.0, np.nan]
+    gx, gy = to_gpu(x, memory), to_gpu(y, memory)
+    for name in NEW_BINARY + NEW_UNARY:
+        args_np, args_gpu = ((x, y), (gx, gy)) if name in NEW_BINARY else ((x,), (gx,))
+        try:
+            with np.errstate(all="ignore"):
+                want = getattr(np, name)(*args_np)
+        except TypeError:
+            with pytest.raises(TypeError, match="not supported for dtype"):
+                getattr(ops, name)(*args_gpu)
+            continue
+        got = getattr(ops, name)(*args_gpu)
+        assert got.memory == memory and str(got.dtype) == str(want.dtype), (name, got.dtype)
+        if want.dtype.kind == "f":
+            tol = 1e-3 if want.dtype == np.float16 else 1e-6
+            np.testing.assert_allclose(to_numpy(got), want, rtol=tol, atol=tol, err_msg=name)
+        else:
+            np.testing.assert_array_equal(to_numpy(got), want, err_msg=name)
+    lo = np.full(1027, 1 if dtype == "uint8" else -1, dtype)
+    hi = 2 if dtype != "bool" else True
+    np.testing.assert_array_equal(to_numpy(ops.clip(gx, to_gpu(lo, memory), hi)),
+                                  np.clip(x, lo, hi))
+
+
+@needs_gpu
+def test_a_gpu_op_into_an_out_whose_elements_coincide_is_refused():
+    # On the GPU, several threads would write one element in no defined order: refused, naming
+    # out=. (torch's expand is a writable view with stride 0.)
+    torch = pytest.importorskip("torch")
+    base = torch.full((1,), 7.0, device="cuda")
+    with pytest.raises(ValueError, match=r"^add: out: expected an array whose elements are "
+                                         r"distinct.*on the GPU, the writes to one element race"):
+        ops.add(torch.ones(4, device="cuda"), torch.arange(4.0, device="cuda"), out=base.expand(4))
+    assert float(base[0]) == 7.0
+
+
+@needs_gpu
+def test_device_keeps_the_operands_order_of_greater_and_clip():
+    # greater runs as less with its operands swapped, clip with one bound as maximum/minimum:
+    # device= (staged, or through the pipeline with an out=) still gets them in the caller's order.
+    x, y = np.arange(8.0), np.full(8, 3.5)
+    np.testing.assert_array_equal(ops.greater(x, y, device=0), x > y)
+    out = np.zeros(8, bool)
+    assert ops.greater_equal(x, y, out=out, device=0) is out
+    np.testing.assert_array_equal(out, x >= y)
+    np.testing.assert_array_equal(ops.clip(x, 2.0, device=0), np.clip(x, 2.0, None))
+    np.testing.assert_array_equal(ops.clip(x, None, 2.0, device=0), np.clip(x, None, 2.0))
+    o = np.zeros(8)
+    ops.clip(x, y, None, out=o, device=0)
+    np.testing.assert_array_equal(o, np.clip(x, y, None))
+
+
 @needs_gpu
 def test_gpu_mixing_device_and_host_memory_is_an_error():
     dev = to_gpu(np.ones(3, np.float32), "device")

@@ -183,10 +183,19 @@ def outcome(call, ref, kind_of_result, exact, rtol=None):
 # ---- element-wise ops ----------------------------------------------------------------------------
 
 UNARY = {"negative": np.negative, "square": np.square, "sqrt": np.sqrt, "abs": np.abs,
-         "copy": np.copy}
+         "copy": np.copy, "logical_not": np.logical_not, "bitwise_invert": np.bitwise_invert,
+         "isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite, "exp": np.exp,
+         "log": np.log, "sin": np.sin, "cos": np.cos, "tanh": np.tanh}
 BINARY = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide,
-          "maximum": np.maximum, "minimum": np.minimum}
-EXACT_OPS = {"negative", "abs", "copy", "maximum", "minimum", "where", "astype"}
+          "maximum": np.maximum, "minimum": np.minimum, "equal": np.equal,
+          "not_equal": np.not_equal, "less": np.less, "less_equal": np.less_equal,
+          "greater": np.greater, "greater_equal": np.greater_equal,
+          "logical_and": np.logical_and, "logical_or": np.logical_or,
+          "logical_xor": np.logical_xor, "bitwise_and": np.bitwise_and,
+          "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor}
+EXACT_OPS = {"negative", "abs", "copy", "maximum", "minimum", "where", "astype", "clip"}
+# Real dtypes only in arrayport (NumPy's complex loops are not implemented): a TypeError.
+REAL_ONLY = {"exp", "log", "sin", "cos", "tanh"}
 
 
 def exactness(name, *input_dtypes):
@@ -205,6 +214,8 @@ def test_unary_ops_match_numpy(name, dtype, n, layout, container, special, seed)
     ref_x = reference(x, dtype)
 
     def ref():
+        if name in REAL_ONLY and dtype.startswith("complex"):
+            raise TypeError(f"{name} of complex numbers")
         r = UNARY[name](ref_x.astype("float16") if dtype == "bfloat16" else ref_x)
         return UNARY[name](ref_x), bf16_result([dtype], str(r.dtype))
 
@@ -291,6 +302,36 @@ def test_where_matches_numpy(dc, dx, dy, n, lc, lx, ly, container, seed):
 
 
 @SETTINGS
+@given(dx=st.sampled_from(NUMPY_DTYPES), dlo=st.sampled_from(NUMPY_DTYPES + ["none", "scalar"]),
+       dhi=st.sampled_from(NUMPY_DTYPES + ["none", "scalar"]), n=lengths0,
+       lx=st.sampled_from(LAYOUTS_1D), lb=st.sampled_from(LAYOUTS_1D), container=containers,
+       special=st.booleans(), seed=seeds)
+def test_clip_matches_numpy(dx, dlo, dhi, n, lx, lb, container, special, seed):
+    # A bound is an array (of any dtype), a Python scalar or None (no bound).
+    rng = np.random.default_rng(seed)
+    x = layout_1d(rng, n, dx, lx, special)
+
+    def bound(d):
+        if d == "none":
+            return None, None
+        if d == "scalar":
+            v = float(rng.uniform(-3, 3)) if dx in INEXACT else int(rng.integers(-3, 3))
+            return (bool(v) if dx == "bool" else v), (bool(v) if dx == "bool" else v)
+        b = layout_1d(rng, n, d, lb, special)
+        return as_operand(b, d, container), b.view(np.ndarray)
+
+    (lo, nlo), (hi, nhi) = bound(dlo), bound(dhi)
+
+    def ref():
+        if nlo is None and nhi is None:  # x itself (NumPy's goes through positive, which bool lacks)
+            return x.view(np.ndarray), dx
+        r = np.clip(x.view(np.ndarray), nlo, nhi)
+        return r, str(np.asarray(r).dtype)
+
+    outcome(lambda: ops.clip(as_operand(x, dx, container), lo, hi), ref, None, lambda d: True)
+
+
+@SETTINGS
 @given(da=st.sampled_from(NUMPY_DTYPES), dx=st.sampled_from(NUMPY_DTYPES),
        dy=st.sampled_from(NUMPY_DTYPES), n=lengths0, la=st.sampled_from(LAYOUTS_1D),
        lx=st.sampled_from(LAYOUTS_1D), ly=st.sampled_from(LAYOUTS_1D),
@@ -349,6 +390,8 @@ def test_out_overlapping_an_input_gives_numpys_answer(name, dtype, n, shift, see
     fn = BINARY.get(name) or UNARY[name]
     args = (src, src) if name in BINARY else (src,)
     try:
+        if name in REAL_ONLY and dtype.startswith("complex"):
+            raise TypeError(f"{name} of complex numbers")
         with np.errstate(all="ignore"):
             want = fn(*((s, s) if name in BINARY else (s,)))
     except TypeError:
@@ -554,5 +597,5 @@ def test_dot_is_the_sum_of_the_product(d1, d2, case, other, container, seed):
 
 def test_the_sweep_reaches_every_op():
     # Every public op is swept above (a new op must join the sweep).
-    swept = set(UNARY) | set(BINARY) | set(REDUCTIONS) | {"astype", "where", "axpy", "dot"}
+    swept = set(UNARY) | set(BINARY) | set(REDUCTIONS) | {"astype", "where", "axpy", "dot", "clip"}
     assert swept == set(ops.__all__)

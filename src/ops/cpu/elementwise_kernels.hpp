@@ -1,0 +1,164 @@
+// CPU element-wise kernels: a flat loop the compiler vectorises when every operand is contiguous,
+// and a strided N-d walk otherwise; both chunked over the thread pool. Included by the two
+// translation units that instantiate them (elementwise.cpp, elementwise_more.cpp).
+#pragma once
+
+#include "ops/kernels.hpp"
+#include "ops/cpu/parallel.hpp"
+
+#include <algorithm>
+#include <array>
+#include <utility>
+
+namespace arrayport::ops::cpu {
+namespace {
+
+// Below this many elements a call stays on the calling thread: waking the workers costs more
+// (docs/benchmarks.md, "Tuning constants of arrayport.ops").
+constexpr std::int64_t parallel_grain = std::int64_t(1) << 16;
+
+template <class A>
+struct array_get {
+  const A* p;
+  compute_t<A> operator()(std::int64_t i) const { return load_direct(p + i); }
+};
+template <class A>
+struct scalar_get {
+  compute_t<A> v;
+  compute_t<A> operator()(std::int64_t) const { return v; }
+};
+
+template <class O, class F, class... G>
+void flat_loop(O* __restrict__ out, std::int64_t begin, std::int64_t end, const F& f,
+               const G&... get) {
+  for (std::int64_t i = begin; i < end; ++i) out[i] = convert<O>(f(get(i)...));
+}
+
+// Picks an array or scalar getter per operand (outside the loop, so each loop is branch-free).
+template <op_id Op, class S, int I, class O, class F, class... G>
+void flat_select(const ew_call& c, O* out, std::int64_t begin, std::int64_t end, const F& f,
+                 const G&... get) {
+  if constexpr (I == arity(Op)) {
+    flat_loop(out, begin, end, f, get...);
+  } else {
+    using A = arg_storage_t<Op, I, S>;
+    const ew_operand& o = c.in[I];
+    if (o.data)
+      flat_select<Op, S, I + 1>(c, out, begin, end, f, get...,
+                                array_get<A>{reinterpret_cast<const A*>(o.data)});
+    else
+      flat_select<Op, S, I + 1>(c, out, begin, end, f, get..., scalar_get<A>{scalar_value<A>(o)});
+  }
+}
+
+template <class A>
+compute_t<A> load_any(const char* p, type_id t) {
+  if (t == type_id_of<A>) return load_direct(reinterpret_cast<const A*>(p));
+  return load_converting<A>(p, t);
+}
+
+// Walks elements [begin, end) of the collapsed layout in C order: the innermost dimension as a
+// tight loop, the outer ones as an odometer. Typed: every operand is already of the dtype its
+// argument loads as (the common case: a strided view of the same dtype), so the inner loop loads
+// directly instead of asking per element which conversion applies.
+template <op_id Op, class S, bool Typed, class F, std::size_t... I>
+void strided_chunk(const ew_call& c, const F& f, std::int64_t begin, std::int64_t end,
+                   std::index_sequence<I...>) {
+  using O = result_storage_t<Op, S>;
+  constexpr int N = arity(Op);
+  const auto& L = c.layout;
+  const int nd = L.ndim;
+  const char* base[N] = {
+      (c.in[I].data ? c.in[I].data : reinterpret_cast<const char*>(c.in[I].scalar))...};
+  const type_id types[N] = {
+      (c.in[I].data ? c.in[I].type : type_id_of<arg_storage_t<Op, int(I), S>>)...};
+  std::int64_t idx[ARRAYPORT_MAX_NDIM];
+  std::int64_t rest = begin;
+  for (int d = nd - 1; d >= 0; --d) {
+    idx[d] = rest % L.shape[d];
+    rest /= L.shape[d];
+  }
+  const std::int64_t inner_extent = L.shape[nd - 1];
+  const std::int64_t so = L.strides[0][nd - 1];
+  const std::int64_t si[N] = {L.strides[1 + I][nd - 1]...};
+  std::int64_t i = begin;
+  while (i < end) {
+    std::int64_t off[N + 1] = {};
+    for (int d = 0; d < nd; ++d)
+      for (int k = 0; k <= N; ++k) off[k] += idx[d] * L.strides[k][d];
+    const std::int64_t run = std::min(inner_extent - idx[nd - 1], end - i);
+    char* o = c.out + off[0];
+    const char* p[N] = {(base[I] + off[1 + I])...};
+    if constexpr (Typed) {
+      const auto at = [&](std::int64_t j) {
+        return convert<O>(f(load_direct(
+            reinterpret_cast<const arg_storage_t<Op, int(I), S>*>(p[I] + j * si[I]))...));
+      };
+      if (so == std::int64_t(sizeof(O))) {  // a contiguous output run (a fresh result): indexed
+        O* out = reinterpret_cast<O*>(o);   // not restrict: out= may be an input, elementwise
+        std::int64_t j = 0;
+        for (; j + 4 <= run; j += 4) {  // unrolled: the strided loads do not vectorise
+          const O r0 = at(j), r1 = at(j + 1), r2 = at(j + 2), r3 = at(j + 3);
+          out[j] = r0;
+          out[j + 1] = r1;
+          out[j + 2] = r2;
+          out[j + 3] = r3;
+        }
+        for (; j < run; ++j) out[j] = at(j);
+      } else {
+        for (std::int64_t j = 0; j < run; ++j) *reinterpret_cast<O*>(o + j * so) = at(j);
+      }
+    } else {
+      for (std::int64_t j = 0; j < run; ++j)
+        *reinterpret_cast<O*>(o + j * so) =
+            convert<O>(f(load_any<arg_storage_t<Op, int(I), S>>(p[I] + j * si[I], types[I])...));
+    }
+    i += run;
+    idx[nd - 1] += run;
+    for (int d = nd - 1; d > 0 && idx[d] == L.shape[d]; --d) {
+      idx[d] = 0;
+      ++idx[d - 1];
+    }
+  }
+}
+
+// Whether every array operand is of the dtype its argument loads as (scalars always are).
+template <op_id Op, class S, std::size_t... I>
+bool typed(const ew_call& c, std::index_sequence<I...>) {
+  return ((!c.in[I].data || c.in[I].type == type_id_of<arg_storage_t<Op, int(I), S>>)&&...);
+}
+
+template <op_id Op, type_id T>
+void run(const ew_call& c) {
+  using S = storage_t<T>;
+  using O = result_storage_t<Op, S>;
+  const auto f = make_functor<Op, S>(c.params);
+  if (c.flat) {
+    O* out = reinterpret_cast<O*>(c.out);
+    parallel_for(c.size, parallel_grain,
+                 [&](std::int64_t b, std::int64_t e) { flat_select<Op, S, 0>(c, out, b, e, f); });
+  } else if (typed<Op, S>(c, std::make_index_sequence<arity(Op)>{})) {
+    parallel_for(c.size, parallel_grain, [&](std::int64_t b, std::int64_t e) {
+      strided_chunk<Op, S, true>(c, f, b, e, std::make_index_sequence<arity(Op)>{});
+    });
+  } else {
+    parallel_for(c.size, parallel_grain, [&](std::int64_t b, std::int64_t e) {
+      strided_chunk<Op, S, false>(c, f, b, e, std::make_index_sequence<arity(Op)>{});
+    });
+  }
+}
+
+// The kernels of one translation unit (ew_unit): nullptr for the other unit's ops.
+template <int Unit>
+struct kernels {
+  template <op_id Op, type_id T>
+  static constexpr ew_fn entry() {
+    if constexpr (ew_unit(Op) == Unit && supports(Op, T))
+      return &run<Op, T>;
+    else
+      return nullptr;
+  }
+};
+
+}  // namespace
+}  // namespace arrayport::ops::cpu

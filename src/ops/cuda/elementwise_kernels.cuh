@@ -1,0 +1,171 @@
+// CUDA element-wise kernels: public entry (the table) -> dispatch (flat or strided, launch shape,
+// error check) -> kernels. The flat kernel moves 16 bytes per operand per thread and iteration
+// (vector loads), which is what a copy needs to approach HBM bandwidth; the strided kernel walks
+// any collapsed layout with converting loads. Enqueued on the call's stream, never synchronised.
+// Included by the two translation units that instantiate them (elementwise.cu,
+// elementwise_more.cu).
+#pragma once
+
+#include "ops/cuda/common.cuh"
+
+#include "ops/kernels.hpp"
+
+#include <array>
+#include <cstring>
+#include <utility>
+
+namespace arrayport::ops::cuda {
+namespace {
+
+struct gpu_operand {
+  const char* data;  // nullptr: scalar
+  type_id type;
+  alignas(16) unsigned char scalar[16];
+};
+
+template <int N>
+struct gpu_args {
+  char* out;
+  std::int64_t size;
+  gpu_operand in[N > 0 ? N : 1];
+  int ndim;
+  std::int64_t shape[max_gpu_dims];
+  std::int64_t strides[N + 1][max_gpu_dims];  // bytes; [0] the output
+  bool aligned;  // flat path: every array 16-byte aligned and of the op's storage type
+};
+
+template <class A, int V>
+struct alignas(sizeof(A) * V) vec {
+  A v[V];
+};
+
+// Elements per 16-byte vector of S (1 for 16-byte complex128).
+template <class S>
+inline constexpr int vec_width = sizeof(S) >= 16 ? 1 : int(16 / sizeof(S));
+
+template <class A>
+__device__ inline compute_t<A> scalar_of(const gpu_operand& o) {
+  A v;
+  memcpy(&v, o.scalar, sizeof v);
+  return load_direct(&v);
+}
+
+template <op_id Op, int I, class S, int N>
+__device__ inline compute_t<arg_storage_t<Op, I, S>> flat_get(const gpu_args<N>& a,
+                                                              std::int64_t i) {
+  using A = arg_storage_t<Op, I, S>;
+  const gpu_operand& o = a.in[I];
+  if (o.data) return load_direct(reinterpret_cast<const A*>(o.data) + i);
+  return scalar_of<A>(o);
+}
+
+template <op_id Op, class S, class F, std::size_t... I>
+__global__ void flat_kernel(F f, gpu_args<sizeof...(I)> a, std::index_sequence<I...>) {
+  using O = result_storage_t<Op, S>;
+  constexpr int N = sizeof...(I);
+  constexpr int V = vec_width<S>;
+  O* out = reinterpret_cast<O*>(a.out);
+  const std::int64_t tid = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
+  std::int64_t tail = 0;
+  if constexpr (Op != op_id::where) {  // all arguments of type S: one vector per operand
+    if (a.aligned) {
+      vec<S, V> scalars[N];
+      for (int k = 0; k < N; ++k)
+        if (!a.in[k].data)
+          for (int j = 0; j < V; ++j) memcpy(&scalars[k].v[j], a.in[k].scalar, sizeof(S));
+      const std::int64_t nvec = a.size / V;
+      for (std::int64_t k = tid; k < nvec; k += stride) {
+        vec<S, V> vals[N];
+#pragma unroll
+        for (int m = 0; m < N; ++m)
+          vals[m] = a.in[m].data ? reinterpret_cast<const vec<S, V>*>(a.in[m].data)[k] : scalars[m];
+        vec<O, V> r;
+#pragma unroll
+        for (int j = 0; j < V; ++j) r.v[j] = convert<O>(f(load_direct(&vals[I].v[j])...));
+        reinterpret_cast<vec<O, V>*>(out)[k] = r;
+      }
+      tail = nvec * V;
+    }
+  }
+  for (std::int64_t i = tail + tid; i < a.size; i += stride)
+    out[i] = convert<O>(f(flat_get<Op, int(I), S>(a, i)...));
+}
+
+template <op_id Op, int I, class S, int N>
+__device__ inline compute_t<arg_storage_t<Op, I, S>> strided_get(const gpu_args<N>& a,
+                                                                 const std::int64_t* off) {
+  using A = arg_storage_t<Op, I, S>;
+  const gpu_operand& o = a.in[I];
+  if (!o.data) return scalar_of<A>(o);
+  return load_any<A>(o.data + off[I + 1], o.type);
+}
+
+template <op_id Op, class S, class F, std::size_t... I>
+__global__ void strided_kernel(F f, gpu_args<sizeof...(I)> a, std::index_sequence<I...>) {
+  using O = result_storage_t<Op, S>;
+  constexpr int N = sizeof...(I);
+  const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < a.size;
+       i += stride) {
+    std::int64_t off[N + 1] = {};
+    std::int64_t rest = i;
+    for (int d = a.ndim - 1; d >= 0; --d) {
+      const std::int64_t x = rest % a.shape[d];
+      rest /= a.shape[d];
+#pragma unroll
+      for (int k = 0; k <= N; ++k) off[k] += x * a.strides[k][d];
+    }
+    *reinterpret_cast<O*>(a.out + off[0]) = convert<O>(f(strided_get<Op, int(I), S>(a, off)...));
+  }
+}
+
+// Dispatch: packs the call into by-value parameters and picks the kernel.
+template <op_id Op, type_id T>
+void run(const ew_call& c) {
+  using S = storage_t<T>;
+  constexpr int N = arity(Op);
+  const auto f = make_functor<Op, S>(c.params);
+  gpu_args<N> a{};
+  a.out = c.out;
+  a.size = c.size;
+  bool aligned = (reinterpret_cast<std::uintptr_t>(c.out) % 16) == 0;
+  for (int k = 0; k < N; ++k) {
+    a.in[k].data = c.in[k].data;
+    a.in[k].type = c.in[k].type;
+    std::memcpy(a.in[k].scalar, c.in[k].scalar, sizeof a.in[k].scalar);
+    if (c.in[k].data && reinterpret_cast<std::uintptr_t>(c.in[k].data) % 16 != 0) aligned = false;
+  }
+  a.aligned = aligned;
+  const cudaStream_t stream = to_stream(c.stream);
+  if (c.flat) {
+    constexpr int V = Op == op_id::where ? 1 : vec_width<S>;
+    flat_kernel<Op, S><<<grid_for((c.size + V - 1) / V), block_threads, 0, stream>>>(
+        f, a, std::make_index_sequence<N>{});
+  } else {
+    require_dims(c.layout.ndim, "arrayport.ops");
+    a.ndim = c.layout.ndim;
+    for (int d = 0; d < a.ndim; ++d) {
+      a.shape[d] = c.layout.shape[d];
+      for (int k = 0; k <= N; ++k) a.strides[k][d] = c.layout.strides[k][d];
+    }
+    strided_kernel<Op, S>
+        <<<grid_for(c.size), block_threads, 0, stream>>>(f, a, std::make_index_sequence<N>{});
+  }
+  runtime::check_launch("arrayport.ops element-wise kernel launch");
+}
+
+// The kernels of one translation unit (ew_unit): nullptr for the other unit's ops.
+template <int Unit>
+struct kernels {
+  template <op_id Op, type_id T>
+  static constexpr ew_fn entry() {
+    if constexpr (ew_unit(Op) == Unit && supports(Op, T))
+      return &run<Op, T>;
+    else
+      return nullptr;
+  }
+};
+
+}  // namespace
+}  // namespace arrayport::ops::cuda
