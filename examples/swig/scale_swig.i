@@ -30,3 +30,20 @@ static void scale(float* x, int64_t n, int64_t stride, float f) {
 
 %apply (float* ARRAYPORT_INOUT, int64_t ARRAYPORT_N, int64_t ARRAYPORT_STRIDE) { (float* x, int64_t n, int64_t stride) };
 void scale(float* x, int64_t n, int64_t stride, float f);
+
+/* A const host vector, overloaded by element type: SWIG dispatches on the array's dtype, and a
+ * read-only array is taken (ARRAYPORT_HOST_IN: memory the CPU can read). */
+%apply (const float* ARRAYPORT_HOST_IN, int64_t ARRAYPORT_N, int64_t ARRAYPORT_STRIDE) { (const float* x, int64_t n, int64_t stride) };
+%apply (const double* ARRAYPORT_HOST_IN, int64_t ARRAYPORT_N, int64_t ARRAYPORT_STRIDE) { (const double* x, int64_t n, int64_t stride) };
+%inline %{
+double total(const float* x, int64_t n, int64_t stride) {
+  double s = 0;
+  for (int64_t i = 0; i < n; ++i) s += x[i * stride];
+  return s;
+}
+double total(const double* x, int64_t n, int64_t stride) {
+  double s = 0;
+  for (int64_t i = 0; i < n; ++i) s += x[i * stride];
+  return s;
+}
+%}

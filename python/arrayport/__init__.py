@@ -30,7 +30,7 @@ from ._core import (
     zeros,
     zeros_like,
 )
-from . import _copying, _operators, cuda, ops
+from . import _copying, _operators, ctypeslib, cuda, ops
 from ._array_api import asarray, from_dlpack
 
 if TYPE_CHECKING:
@@ -64,6 +64,7 @@ __all__ = [
     "build_info",
     "cmake_dir",
     "copy",
+    "ctypeslib",
     "cuda",
     "devices",
     "empty",

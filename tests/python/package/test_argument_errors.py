@@ -173,6 +173,7 @@ ELSEWHERE = {
     "ops": "arrayport.ops' own parameters: ops/test_ops_errors.py",
     "Array": "its methods are rows here",
     "cuda": "its functions are rows here",
+    "ctypeslib": "a module: ndpointer's arguments are bridge/test_ctypeslib.py's",
     "ArrayLike": "a type, not a function",
     "CudaError": "an exception", "NoDeviceError": "an exception", "OutOfMemoryError": "an exception",
     "__version__": "a string",
