@@ -2,7 +2,7 @@
 arrayport.ops: the same dtype rules (NumPy 2, NEP 50: Python scalars weak, NumPy scalars strong),
 broadcasting, memory kinds, devices and stream ordering as the ops themselves.
 
-``+ - * / & | ^`` (reflected and in place), unary ``- + ~`` and ``abs()``, the comparisons
+``+ - * / // % ** & | ^`` (reflected and in place), unary ``- + ~`` and ``abs()``, the comparisons
 ``== != < <= > >=`` (bool Arrays, element-wise as NumPy's: an Array is therefore unhashable),
 ``@`` of two 1-d arrays (their inner product), ``sum/mean/min/max/astype``, ``tolist/item`` and
 iteration over the first axis. An operand that is no array and no number makes the operator
@@ -116,8 +116,9 @@ def _astype(self: Array, dtype: Any) -> Array:
 
 
 for _name, _op in (("add", ops.add), ("sub", ops.subtract), ("mul", ops.multiply),
-                   ("truediv", ops.divide), ("and", ops.bitwise_and), ("or", ops.bitwise_or),
-                   ("xor", ops.bitwise_xor)):
+                   ("truediv", ops.divide), ("floordiv", ops.floor_divide),
+                   ("mod", ops.remainder), ("pow", ops.power), ("and", ops.bitwise_and),
+                   ("or", ops.bitwise_or), ("xor", ops.bitwise_xor)):
     _f, _r, _i = _binary(_op)
     setattr(Array, f"__{_name}__", _f)
     setattr(Array, f"__r{_name}__", _r)

@@ -27,6 +27,9 @@ take bool and integers. ``isnan, isinf, isfinite`` give bool. ``exp, log, sin, c
 real dtypes (integers give floats, as ``sqrt``); their results may differ from NumPy's in the last
 bit (NumPy's own vector code and the CUDA math library each round their own way). ``clip(x, min,
 max)`` is ``minimum(maximum(x, min), max)`` with NaN propagating; a bound of None is none.
+``floor_divide`` and ``remainder`` are Python's floored division and modulo (NumPy's: an integer
+zero divisor gives 0); ``power`` takes real dtypes and refuses integers to negative integer powers
+(ValueError, as NumPy), checking an integer exponent array's minimum first.
 
 Reductions (``sum, mean, min, max``) take ``axis`` (None: all, an int or a tuple), ``keepdims`` and
 ``out=`` (the result's shape and dtype exactly). ``dot(x, y, axis=None)`` is ``sum(x * y, axis)``
@@ -47,7 +50,10 @@ every array operand was host memory, ``out`` when given.
 
 from __future__ import annotations
 
+from typing import Any, Optional
+
 from . import _core, _pipeline
+from ._core import Array, view
 from ._core.ops import (
     abs,
     add,
@@ -64,6 +70,7 @@ from ._core.ops import (
     dot,
     equal,
     exp,
+    floor_divide,
     greater,
     greater_equal,
     isfinite,
@@ -84,6 +91,7 @@ from ._core.ops import (
     multiply,
     negative,
     not_equal,
+    remainder,
     sin,
     sqrt,
     square,
@@ -92,6 +100,37 @@ from ._core.ops import (
     tanh,
     where,
 )
+
+_INTEGERS = {"bool", "uint8", "int32", "int64"}
+
+
+def _integer_dtype(x: Any) -> Optional[str]:
+    """x's dtype name where x is an integer or bool operand, else None."""
+    if isinstance(x, bool):
+        return "bool"
+    if isinstance(x, int):
+        return "int64"
+    if isinstance(x, (float, complex)) or x is None:
+        return None
+    name = str((x if isinstance(x, Array) else view(x)).dtype)
+    return name if name in _INTEGERS else None
+
+
+def power(x1: Any, x2: Any, *, out: Any = None, device: Any = None) -> Array:
+    """x1 ** x2, element-wise (real dtypes). Integers to negative integer powers are refused with
+    ValueError, as NumPy refuses them: an integer exponent array is checked first (its minimum;
+    on the GPU a reduction, waited for)."""
+    d1, d2 = _integer_dtype(x1), _integer_dtype(x2)
+    if d1 is not None and d2 in ("int32", "int64"):
+        if isinstance(x2, int):  # a uint8 array takes it as uint8: -1 is its OverflowError
+            negative = x2 < 0 and d1 != "uint8"
+        else:
+            negative = view(x2).size > 0 and min(x2).item() < 0
+        if negative:
+            raise ValueError("power: integers to negative integer powers are not allowed "
+                             "(NumPy refuses them too; use a float exponent)")
+    return _core.ops.power(x1, x2, out=out, device=device)
+
 
 # The device= calls that C++ does not stage itself go to _pipeline.run: registered here, so that
 # the compiled module never imports its package.
@@ -113,6 +152,7 @@ __all__ = [
     "dot",
     "equal",
     "exp",
+    "floor_divide",
     "greater",
     "greater_equal",
     "isfinite",
@@ -133,6 +173,8 @@ __all__ = [
     "multiply",
     "negative",
     "not_equal",
+    "power",
+    "remainder",
     "sin",
     "sqrt",
     "square",

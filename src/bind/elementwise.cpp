@@ -17,6 +17,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace nb = nanobind;
 
@@ -33,6 +34,7 @@ constexpr int max_operands = ops::max_inputs + 1;
 struct ew_operands {
   input_holder holders[max_operands];
   nb::object by_value[max_operands];  // the elements of 0-d host operands passed by value
+  nb::object clamped[max_operands];   // clip's bounds brought into the result's range
   ops_arg args[max_operands];
   const ops_arg* all[max_operands];     // &args[i]
   const ops_arg* arrays[max_operands];  // the array inputs, then out=
@@ -67,23 +69,36 @@ void read_operands(const ew_request& r, stream_handle stream, ew_operands& o) {
 }
 
 // NumPy 2 compares an integer array with a Python int that its dtype cannot hold exactly (a uint8
-// array < 300 is true throughout): such an int takes part as a strong int64, not an OverflowError.
-// (One beyond int64 still raises.)
+// array < 300 is true throughout): such an int takes part as a strong int64, not an OverflowError
+// (one beyond int64 still raises). clip takes a bound beyond the range that cannot act as the
+// range's end.
 void widen_unfitting_ints(const ew_request& r, ew_operands& o) {
-  if (r.op < ops::op_id::equal || r.op > ops::op_id::less_equal) return;
+  if ((r.op < ops::op_id::equal || r.op > ops::op_id::less_equal) && !r.clamp_int_scalars) return;
   bool weak_int = false;
   for (int i = 0; i < o.n; ++i) weak_int |= o.args[i].kind == weak_kind::int_ && !o.args[i].strong;
   if (!weak_int) return;
   const type_id t = ops::result_type(r.op, r.op_name, ops::arg_list(o.all, std::size_t(o.n)));
-  if (t != type_id::uint8 && t != type_id::int32) return;
-  const long long lo = t == type_id::uint8 ? 0 : INT32_MIN;
-  const long long hi = t == type_id::uint8 ? 255 : INT32_MAX;
+  if (t != type_id::uint8 && t != type_id::int32 && !(r.clamp_int_scalars && t == type_id::int64))
+    return;
+  const long long lo = t == type_id::uint8 ? 0 : t == type_id::int32 ? INT32_MIN : INT64_MIN;
+  const long long hi = t == type_id::uint8 ? 255 : t == type_id::int32 ? INT32_MAX : INT64_MAX;
   for (int i = 0; i < o.n; ++i) {
     if (o.args[i].kind != weak_kind::int_ || o.args[i].strong) continue;
     int overflow = 0;
     const long long v = PyLong_AsLongLongAndOverflow(o.holders[i].scalar, &overflow);
     if (v == -1 && PyErr_Occurred()) throw nb::python_error();
-    if (overflow || v < lo || v > hi) o.args[i].strong = true;
+    if (!overflow && v >= lo && v <= hi) continue;
+    if (!r.clamp_int_scalars) {
+      o.args[i].strong = true;
+      continue;
+    }
+    // A bound that cannot act (min below the range, max above it) is the range's end; the other
+    // way it is the scalar conversion's OverflowError, as in NumPy.
+    const bool below = overflow < 0 || (!overflow && v < lo);
+    if (below != (std::string_view(o.args[i].name) == "min")) continue;
+    o.clamped[i] = nb::steal(PyLong_FromLongLong(below ? lo : hi));
+    if (!o.clamped[i].is_valid()) throw nb::python_error();
+    o.holders[i].scalar = o.clamped[i].ptr();
   }
 }
 

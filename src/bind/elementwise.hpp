@@ -18,6 +18,8 @@ struct ew_request {
   nanobind::handle out;                            ///< None: a new result
   nanobind::handle zero_value = nanobind::none();  ///< divide's; None otherwise
   const dtype* cast_to = nullptr;                  ///< astype's target dtype; null otherwise
+  /// clip's: a Python int bound beyond an integer result's range is that range's end (NumPy 2).
+  bool clamp_int_scalars = false;
 };
 
 /// Runs `r` where its operands live, on the current stream; returns the result (or out=).

@@ -39,6 +39,12 @@ constexpr entry<op_id> binary_ops[] = {
     {"bitwise_and", op_id::bitwise_and, "x1 & x2, element-wise (bool and integers)."},
     {"bitwise_or", op_id::bitwise_or, "x1 | x2, element-wise (bool and integers)."},
     {"bitwise_xor", op_id::bitwise_xor, "x1 ^ x2, element-wise (bool and integers)."},
+    {"floor_divide", op_id::floor_divide,
+     "x1 // x2, element-wise (floored; integers: 0 for a zero divisor, as NumPy)."},
+    {"remainder", op_id::remainder,
+     "x1 % x2, element-wise (the sign of x2, as Python's; integers: 0 for a zero divisor)."},
+    // arrayport.ops.power (ops.py) refuses negative integer exponents first, as NumPy does.
+    {"power", op_id::power, "x1 ** x2, element-wise (real dtypes)."},
 };
 // x1 > x2 is x2 < x1: the same kernels with the operands swapped (NaN compares false either way).
 constexpr entry<op_id> swapped_ops[] = {
@@ -141,11 +147,12 @@ nb::object clip(nb::handle x, nb::handle min, nb::handle max, nb::handle out, nb
   const operand all[] = {{x, "x"}, {min, "min"}, {max, "max"}};
   const operand one[] = {{x, "x"}, min.is_none() ? all[2] : all[1]};
   const ops::span<const operand> x_alone(one, 1);
-  const ew_request r =
+  ew_request r =
       min.is_none() && max.is_none() ? ew_request{op_id::copy, "clip", x_alone, out}
       : !min.is_none() && !max.is_none()
           ? ew_request{op_id::clip, "clip", all, out}
           : ew_request{min.is_none() ? op_id::minimum : op_id::maximum, "clip", one, out};
+  r.clamp_int_scalars = true;  // NumPy 2: clip(uint8_array, -1, 300) is the array
   if (device.is_none()) return elementwise(r);
   return elementwise_on_device(r, device, nb::dict(), nb::handle(), nb::make_tuple(x, min, max));
 }

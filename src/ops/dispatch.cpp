@@ -91,6 +91,12 @@ type_id promote_args(const char* op_name, arg_list args, std::optional<type_id> 
   return r;
 }
 
+// The ops NumPy computes in int8 for bool operands (ops has no int8).
+constexpr bool gives_int8_for_bool(op_id op) noexcept {
+  return op == op_id::square || op == op_id::floor_divide || op == op_id::remainder ||
+         op == op_id::power;
+}
+
 }  // namespace
 
 type_id result_type(op_id op, const char* op_name, arg_list args) {
@@ -112,10 +118,11 @@ type_id result_type(op_id op, const char* op_name, arg_list args) {
   if (float_loop && (r == T::bool_ || r == T::uint8)) r = T::float16;
   if (float_loop && is_integer(r)) r = T::float64;
   if (!supports(op, r)) {
-    const char* hint = r != T::bool_         ? ""
-                       : op == op_id::square ? " (NumPy gives int8, which ops has not; cast first)"
-                                             : " (NumPy refuses it too; cast to an integer dtype "
-                                               "first)";
+    const char* hint = r != T::bool_ ? ""
+                       : gives_int8_for_bool(op)
+                           ? " (NumPy gives int8, which ops has not; cast first)"
+                           : " (NumPy refuses it too; cast to an integer dtype "
+                             "first)";
     throw type_error(std::string(op_name) + ": not supported for dtype " +
                      std::string(to_dtype(r).name()) + hint);
   }

@@ -49,6 +49,9 @@ enum class op_id : std::uint8_t {
   cos,
   tanh,  // real floating point
   clip,  // ternary: minimum(maximum(x, lo), hi)
+  floor_divide,
+  remainder,
+  power,  // real dtypes (negative integer exponents are refused before the kernel)
   count
 };
 inline constexpr int op_count = static_cast<int>(op_id::count);
@@ -148,6 +151,32 @@ ARRAYPORT_HOST_DEVICE inline float cos_(float x) { return cosf(x); }
 ARRAYPORT_HOST_DEVICE inline double cos_(double x) { return cos(x); }
 ARRAYPORT_HOST_DEVICE inline float tanh_(float x) { return tanhf(x); }
 ARRAYPORT_HOST_DEVICE inline double tanh_(double x) { return tanh(x); }
+ARRAYPORT_HOST_DEVICE inline float fmod_(float x, float y) { return fmodf(x, y); }
+ARRAYPORT_HOST_DEVICE inline double fmod_(double x, double y) { return fmod(x, y); }
+ARRAYPORT_HOST_DEVICE inline float floor_(float x) { return floorf(x); }
+ARRAYPORT_HOST_DEVICE inline double floor_(double x) { return floor(x); }
+ARRAYPORT_HOST_DEVICE inline float pow_(float x, float y) { return powf(x, y); }
+ARRAYPORT_HOST_DEVICE inline double pow_(double x, double y) { return pow(x, y); }
+
+// NumPy's npy_divmod for floats: the floored quotient, and the remainder with the divisor's sign.
+template <class R>
+ARRAYPORT_HOST_DEVICE R divmod_(R a, R b, R& mod) {
+  mod = fmod_(a, b);
+  if (b == R(0)) return a / b;
+  R div = (a - mod) / b;
+  if (mod != R(0)) {
+    if ((b < R(0)) != (mod < R(0))) {
+      mod += b;
+      div -= R(1);
+    }
+  } else {
+    mod = copysign_(R(0), b);
+  }
+  if (div == R(0)) return copysign_(R(0), a / b);
+  R floordiv = floor_(div);
+  if (div - floordiv > R(0.5)) floordiv += R(1);
+  return floordiv;
+}
 // Without <cmath>'s overloads, which device code may lack.
 template <class R>
 ARRAYPORT_HOST_DEVICE inline bool isnan_(R x) {
@@ -423,6 +452,66 @@ struct clip_fn {
   }
 };
 
+// Integers: floored (Python's) division and remainder, 0 for a zero divisor as NumPy gives;
+// floats: NumPy's npy_floor_divide and npy_remainder.
+struct floor_divide_fn {
+  template <class C>
+  ARRAYPORT_HOST_DEVICE C operator()(C a, C b) const {
+    if constexpr (std::is_integral_v<C>) {
+      if (b == C(0)) return C(0);
+      if constexpr (std::is_signed_v<C>) {
+        if (b == C(-1)) return detail::wrap_sub(C(0), a);  // the minimum wraps, as in NumPy
+        const C q = static_cast<C>(a / b);
+        return (a % b != 0 && ((a < 0) != (b < 0))) ? static_cast<C>(q - 1) : q;
+      } else {
+        return static_cast<C>(a / b);
+      }
+    } else {
+      if (b == C(0)) return a / b;
+      C mod;
+      return detail::divmod_(a, b, mod);
+    }
+  }
+};
+struct remainder_fn {
+  template <class C>
+  ARRAYPORT_HOST_DEVICE C operator()(C a, C b) const {
+    if constexpr (std::is_integral_v<C>) {
+      if (b == C(0)) return C(0);
+      if constexpr (std::is_signed_v<C>) {
+        if (b == C(-1)) return C(0);
+        const C r = static_cast<C>(a % b);
+        return (r != 0 && ((r < 0) != (b < 0))) ? static_cast<C>(r + b) : r;
+      } else {
+        return static_cast<C>(a % b);
+      }
+    } else {
+      if (b == C(0)) return detail::fmod_(a, b);
+      C mod;
+      detail::divmod_(a, b, mod);
+      return mod;
+    }
+  }
+};
+// Integers by repeated squaring, wrapping as NumPy's do; a negative exponent never reaches here.
+struct power_fn {
+  template <class C>
+  ARRAYPORT_HOST_DEVICE C operator()(C a, C b) const {
+    if constexpr (std::is_integral_v<C>) {
+      if constexpr (std::is_signed_v<C>)
+        if (b < C(0)) return C(0);
+      C r = 1;
+      for (auto e = static_cast<std::make_unsigned_t<C>>(b); e; e >>= 1) {
+        if (e & 1u) r = detail::wrap_mul(r, a);
+        a = detail::wrap_mul(a, a);
+      }
+      return r;
+    } else {
+      return detail::pow_(a, b);
+    }
+  }
+};
+
 /// divide(a, b, zero_value=None): true division; with a zero_value, a zero divisor gives it
 /// instead of inf/nan (NumCu's default-on-zero-divisor).
 template <class C>
@@ -464,6 +553,9 @@ constexpr bool supports(op_id op, type_id t) noexcept {
     case op_id::sin:
     case op_id::cos:
     case op_id::tanh: return is_floating(t);
+    case op_id::floor_divide:
+    case op_id::remainder:
+    case op_id::power: return !b && !is_complex(t);  // bool: NumPy gives int8, which ops has not
     default: return true;
   }
 }
@@ -606,6 +698,18 @@ struct functor_of<op_id::tanh, C> {
 template <class C>
 struct functor_of<op_id::clip, C> {
   using type = clip_fn;
+};
+template <class C>
+struct functor_of<op_id::floor_divide, C> {
+  using type = floor_divide_fn;
+};
+template <class C>
+struct functor_of<op_id::remainder, C> {
+  using type = remainder_fn;
+};
+template <class C>
+struct functor_of<op_id::power, C> {
+  using type = power_fn;
 };
 
 /// Builds the functor for result storage type S from the call's parameters.

@@ -190,7 +190,13 @@ def method_calls(v: ap.Array):
                             ("__rxor__", "bitwise_xor"), ("__ixor__", "bitwise_xor"),
                             ("__eq__", "equal"), ("__ne__", "not_equal"), ("__lt__", "less"),
                             ("__le__", "less_equal"), ("__gt__", "greater"),
-                            ("__ge__", "greater_equal"))},
+                            ("__ge__", "greater_equal"), ("__floordiv__", "floor_divide"),
+                            ("__rfloordiv__", "floor_divide"), ("__ifloordiv__", "floor_divide"),
+                            ("__mod__", "remainder"), ("__rmod__", "remainder"),
+                            ("__imod__", "remainder"))},
+        # power checks an integer exponent array's minimum first: min may refuse before power.
+        **{name: [((arg,), {}, (ops_refused("power"), ops_refused("min"), op_dtype))
+                  for arg in (1, 2.5, v)] for name in ("__pow__", "__rpow__", "__ipow__")},
         "__matmul__": [((v,), {}, (ops_refused("dot"), not_1d, op_dtype))],
         "__rmatmul__": [((v,), {}, (ops_refused("dot"), not_1d, op_dtype))],
         "__neg__": [((), {}, (ops_refused("negative"), op_dtype))],
