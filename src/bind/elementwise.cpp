@@ -74,6 +74,8 @@ void read_operands(const ew_request& r, stream_handle stream, ew_operands& o) {
 // range's end.
 void widen_unfitting_ints(const ew_request& r, ew_operands& o) {
   if ((r.op < ops::op_id::equal || r.op > ops::op_id::less_equal) && !r.clamp_int_scalars) return;
+  if (r.clamp_int_scalars && o.is_scalar(0))
+    o.args[0].strong = true;  // np.clip's x is an array (np.asanyarray(x)), strong as any
   bool weak_int = false;
   for (int i = 0; i < o.n; ++i) weak_int |= o.args[i].kind == weak_kind::int_ && !o.args[i].strong;
   if (!weak_int) return;
@@ -95,7 +97,8 @@ void widen_unfitting_ints(const ew_request& r, ew_operands& o) {
     // A bound that cannot act (min below the range, max above it) is the range's end; the other
     // way it is the scalar conversion's OverflowError, as in NumPy.
     const bool below = overflow < 0 || (!overflow && v < lo);
-    if (below != (std::string_view(o.args[i].name) == "min")) continue;
+    const std::string_view bound(o.args[i].name);
+    if ((bound != "min" && bound != "max") || below != (bound == "min")) continue;
     o.clamped[i] = nb::steal(PyLong_FromLongLong(below ? lo : hi));
     if (!o.clamped[i].is_valid()) throw nb::python_error();
     o.holders[i].scalar = o.clamped[i].ptr();

@@ -10,6 +10,8 @@ another blocking); float16 1e-3 (one rounding of a float32 result, as NumPy does
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -533,3 +535,26 @@ def test_an_out_whose_elements_coincide_over_an_input_matches_numpy(name):
     getattr(np, name)(np.ones((3, 4)), want_x[0], out=as_strided(want_x, (3, 4), (0, 8)))
     getattr(ops, name)(np.ones((3, 4)), got_x[0], out=as_strided(got_x, (3, 4), (0, 8)))
     assert np.array_equal(got_x, want_x)
+
+
+@pytest.mark.parametrize("x, lo, hi", [
+    (300, np.array([1], np.uint8), np.array([5], np.uint8)),   # x is an array to np.clip: int64
+    (2.5, np.array([1], np.uint8), np.array([5], np.uint8)),
+    (True, np.array([1], np.uint8), 0),
+    (np.array([0, 9, 250], np.uint8), -1, 300),                # bounds that cannot act: the range
+    (np.array([0, 9, 250], np.uint8), None, 300),
+    (np.array([-5, 9], np.int64), -2**70, 2**70),
+    (np.array([0, 9], np.uint8), None, -1),                    # one that would act: OverflowError
+    (np.array([0, 9], np.uint8), 300, None),
+])
+def test_clip_takes_scalars_and_out_of_range_bounds_as_numpy_does(x, lo, hi):
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            want = np.clip(x, lo, hi)
+    except OverflowError:
+        with pytest.raises(OverflowError, match=r"^clip: argument '(min|max)': "):
+            ops.clip(x, lo, hi)
+        return
+    got = np.asarray(ops.clip(x, lo, hi))
+    assert got.dtype == want.dtype and got.tolist() == want.tolist()
