@@ -122,10 +122,14 @@ def power(x1: Any, x2: Any, *, out: Any = None, device: Any = None) -> Array:
     on the GPU a reduction, waited for)."""
     d1, d2 = _integer_dtype(x1), _integer_dtype(x2)
     if d1 is not None and d2 in ("int32", "int64"):
-        if isinstance(x2, int):  # a uint8 array takes it as uint8: -1 is its OverflowError
+        # NumPy raises as its loop meets a negative exponent: never for an empty result.
+        sizes = [view(x).size for x in (x1, x2) if not isinstance(x, int)]
+        if 0 in sizes:
+            negative = False
+        elif isinstance(x2, int):  # a uint8 array takes it as uint8: -1 is its OverflowError
             negative = x2 < 0 and d1 != "uint8"
         else:
-            negative = view(x2).size > 0 and min(x2).item() < 0
+            negative = min(x2).item() < 0
         if negative:
             raise ValueError("power: integers to negative integer powers are not allowed "
                              "(NumPy refuses them too; use a float exponent)")

@@ -558,3 +558,23 @@ def test_clip_takes_scalars_and_out_of_range_bounds_as_numpy_does(x, lo, hi):
         return
     got = np.asarray(ops.clip(x, lo, hi))
     assert got.dtype == want.dtype and got.tolist() == want.tolist()
+
+
+@pytest.mark.parametrize("x1, x2", [
+    (np.zeros((0, 3), np.int64), -1),                        # an empty result: no element raises
+    (np.zeros((0, 3), np.int64), np.array(-39)),
+    (2, np.array([-1, 2])),                                  # a negative exponent met: ValueError
+    (np.arange(3, dtype=np.int32), -1),
+    (np.arange(3, dtype=np.uint8), -1),                      # -1 as uint8: OverflowError
+    (np.arange(3), np.array([1.5])),                         # a float exponent: floats
+])
+def test_power_refuses_negative_integer_exponents_only_where_numpy_meets_one(x1, x2):
+    try:
+        with np.errstate(all="ignore"):
+            want = np.power(x1, x2)
+    except (ValueError, OverflowError) as e:
+        with pytest.raises(type(e)):
+            ops.power(x1, x2)
+        return
+    got = np.asarray(ops.power(x1, x2))
+    assert got.dtype == want.dtype and got.shape == want.shape and got.tolist() == want.tolist()
