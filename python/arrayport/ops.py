@@ -112,7 +112,10 @@ def _integer_dtype(x: Any) -> Optional[str]:
         return "int64"
     if isinstance(x, (float, complex)) or x is None:
         return None
-    name = str((x if isinstance(x, Array) else view(x)).dtype)
+    try:
+        name = str((x if isinstance(x, Array) else view(x)).dtype)
+    except (TypeError, ValueError, BufferError):  # no array: the op itself says so, naming it
+        return None
     return name if name in _INTEGERS else None
 
 

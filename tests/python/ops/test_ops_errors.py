@@ -160,6 +160,8 @@ def test_scalar_and_parameter_values_are_checked_and_named():
         (lambda: ops.add(np.ones(3, np.int32), 2**40), OverflowError, "add: argument 'x2': 1099511627776 is out of range for int32"),
         (lambda: ops.add(np.ones(3, np.int64), 2**64), OverflowError, "add: argument 'x2': 18446744073709551616 is out of range for int64"),
         (lambda: ops.where(True, u8, 256), OverflowError, "where: argument 'y': 256 is out of range for uint8"),
+        (lambda: ops.power([1, 2], 2), TypeError, "power: argument 'x1': expected an arrayport.Array"),
+        (lambda: ops.power(np.arange(3), "x"), TypeError, "power: argument 'x2': expected an arrayport.Array"),
         (lambda: ops.axpy(u8, 2, -5), OverflowError, "axpy: argument 'y': -5 is out of range for uint8"),
         (lambda: ops.divide(np.ones(3), 1.0, zero_value="x"), TypeError, "divide: zero_value: expected a number for dtype float64, got str"),
         (lambda: ops.divide(np.ones(3), 1.0, zero_value=1j), TypeError, "divide: zero_value: cannot convert a complex number to float64"),
