@@ -102,8 +102,9 @@ def test_binary_operators_match_numpy(op, d1, d2, shape, kind, lay, reflected, s
         with np.errstate(all="ignore"):
             want = f(n_left, n_right)
     except (TypeError, ValueError, OverflowError) as e:  # NumPy refuses (bool -, shapes, -3 as
-        # uint8): so must arrayport
-        with pytest.raises(type(e)):
+        # uint8): so must arrayport (a complex power it refuses first, as a dtype it has not)
+        complex_power = op == "**" and "complex" in d1 + d2
+        with pytest.raises((type(e), TypeError) if complex_power else type(e)):
             f(left, right)
         return
     if not_arrayports(op, want):
