@@ -7,7 +7,9 @@
 namespace nb = nanobind;
 
 NB_MODULE(consume_nb, m) {
-  m.def("noop", [](nb::handle) { return 0; });
+  // The floor returns what the others return (1000, an int Python allocates; 0 is cached), so
+  // that the difference is the consumption alone.
+  m.def("noop", [](nb::handle h) { return h.ptr() ? std::int64_t{1000} : 0; });
   // Any device (nb::ndarray's default) and any memory arrayport can reach: the same checks.
   m.def("arrayport", [](arrayport::view<float, 1> x) { return x.extent(0); });
   // A read-only parameter: what an input is (and all that immutable JAX arrays give).

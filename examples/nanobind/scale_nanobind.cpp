@@ -9,6 +9,11 @@ NB_MODULE(scale_nanobind, m) {
   m.def("scale", [](arrayport::view<float, 1> x, float f) {
           example::scale(x, f, arrayport::python::current_stream());
         }, nb::arg("x"), nb::arg("f"), "x *= f in place, on the current stream for GPU memory.");
+  // The caller's stream: inside `with torch.cuda.stream(s):` the kernel runs on s, with no event.
+  m.def("scale_on_producer_stream",
+        [](arrayport::on_producer_stream<arrayport::view<float, 1>> x, float f) {
+          example::scale(x.view, f, x.stream);
+        }, nb::arg("x"), nb::arg("f"), "x *= f in place, on the stream x's producer works on.");
   // Overloads on dtype resolve in the strict pass.
   m.def("kind", [](arrayport::view<const float, 1>) { return "float32"; });
   m.def("kind", [](arrayport::view<const double, 1>) { return "float64"; });

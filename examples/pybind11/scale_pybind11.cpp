@@ -9,6 +9,10 @@ PYBIND11_MODULE(scale_pybind11, m) {
   m.def("scale", [](arrayport::view<float, 1> x, float f) {
           example::scale(x, f, arrayport::python::current_stream());
         }, py::arg("x"), py::arg("f"), "x *= f in place, on the current stream for GPU memory.");
+  m.def("scale_on_producer_stream",
+        [](arrayport::on_producer_stream<arrayport::view<float, 1>> x, float f) {
+          example::scale(x.view, f, x.stream);
+        }, py::arg("x"), py::arg("f"), "x *= f in place, on the stream x's producer works on.");
   m.def("kind", [](arrayport::view<const float, 1>) { return "float32"; });
   m.def("kind", [](arrayport::view<const double, 1>) { return "float64"; });
   // An untyped strided view takes any array: any dtype, rank and memory.

@@ -19,6 +19,15 @@
 #define ARRAYPORT_HOST_DEVICE
 #endif
 
+// For the per-call fast paths of the Python-facing headers: every call inside is inlined, with the
+// parameter's rank and itemsize as constants, even in extensions built for size (nanobind's -Os
+// leaves measure_layout and dtype comparisons out of line).
+#if defined(__GNUC__) || defined(__clang__)
+#define ARRAYPORT_FLATTEN __attribute__((flatten))
+#else
+#define ARRAYPORT_FLATTEN
+#endif
+
 // What the Python-facing headers (python/, bind/capi.hpp) open: code that every extension
 // compiles in and that talks to arrayport._core is hidden in that extension's shared object, as
 // pybind11's and nanobind's namespaces are, so two extensions built against different arrayport

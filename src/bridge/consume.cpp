@@ -116,7 +116,7 @@ void acquire_with(held& a, PyObject* obj, const python::constraints& c,
     from_array(a, obj, *python::loaded_api());
     a.protocol = protocol_array;
   } else if (offered & protocol_exchange) {
-    from_exchange(a, c, obj, *type.exchange, consumer_stream(o), o.sync, o.call_scoped);
+    from_exchange(a, c, obj, *type.exchange, o);
     a.protocol = protocol_exchange;
   } else if ((offered & protocol_cupy) && from_cupy(a, obj, o)) {
     a.protocol = protocol_cupy;
@@ -129,6 +129,9 @@ void acquire_with(held& a, PyObject* obj, const python::constraints& c,
   if (a.protocol != protocol_array) check_geometry(c, obj, a.view);
   check_constraints(c, obj, a.view);
   if (a.protocol == protocol_array && o.sync) order_array_stream(a.view, consumer_stream(o));
+  // Producers that state no stream of theirs are on arrayport's, where they were ordered.
+  if (o.producer_stream && a.protocol != protocol_exchange && a.protocol != protocol_cupy)
+    a.view.stream = consumer_stream(o);
 }
 
 // A typed call-scoped parameter's view with nothing held (CuPy from its struct, a ready JAX
@@ -140,11 +143,13 @@ std::uint32_t borrow_with(PyObject* obj, const python::constraints& c,
   if (!borrowable(c) || !(o.protocols & (protocol_cupy | protocol_cai | protocol_exchange)))
     return 0;
   if (type.type == cupy().array_type)
-    return (o.protocols & protocol_cupy) && cupy_borrow(obj, c, consumer_stream(o), v, ext)
-               ? protocol_cupy
-               : 0;
-  if (type.type == jax_array_type())
-    return (o.protocols & protocol_cai) && jax_borrow(obj, c, v, ext) ? protocol_cai : 0;
+    return (o.protocols & protocol_cupy) && cupy_borrow(obj, c, o, v, ext) ? protocol_cupy : 0;
+  if (type.type == jax_array_type()) {
+    // A ready JAX array: nothing to order, so any stream is the producer's.
+    if (!(o.protocols & protocol_cai) || !jax_borrow(obj, c, v, ext)) return 0;
+    if (o.producer_stream) v.stream = consumer_stream(o);
+    return protocol_cai;
+  }
   return type.exchange && (o.protocols & protocol_exchange) &&
                  exchange_borrow(obj, *type.exchange, c, o, v, ext)
              ? protocol_exchange
@@ -195,9 +200,9 @@ void read_request(const arrayport_acquire_request_t* request, python::constraint
   constexpr std::uint32_t known_flags = ARRAYPORT_ACQUIRE_WRITABLE | ARRAYPORT_ACQUIRE_HOST |
                                         ARRAYPORT_ACQUIRE_DEVICE | ARRAYPORT_ACQUIRE_C_ORDER |
                                         ARRAYPORT_ACQUIRE_F_ORDER;
-  constexpr std::uint32_t known_options = ARRAYPORT_REQUEST_STREAM | ARRAYPORT_REQUEST_NO_SYNC |
-                                          ARRAYPORT_REQUEST_CALL_SCOPED |
-                                          ARRAYPORT_REQUEST_READS_ONLY | ARRAYPORT_REQUEST_BORROW;
+  constexpr std::uint32_t known_options =
+      ARRAYPORT_REQUEST_STREAM | ARRAYPORT_REQUEST_NO_SYNC | ARRAYPORT_REQUEST_CALL_SCOPED |
+      ARRAYPORT_REQUEST_READS_ONLY | ARRAYPORT_REQUEST_BORROW | ARRAYPORT_REQUEST_PRODUCER_STREAM;
   if ((f & ~known_flags) || (r.options & ~known_options))
     throw value_error("acquire_view: the request has flags 0x" + hex(f & ~known_flags) +
                       " and options 0x" + hex(r.options & ~known_options) +
@@ -207,6 +212,8 @@ void read_request(const arrayport_acquire_request_t* request, python::constraint
     throw value_error("acquire_view: flags ask for both host-only and device-only reach");
   if ((f & ARRAYPORT_ACQUIRE_C_ORDER) && (f & ARRAYPORT_ACQUIRE_F_ORDER))
     throw value_error("acquire_view: flags ask for both C and Fortran order");
+  if ((r.options & ARRAYPORT_REQUEST_STREAM) && (r.options & ARRAYPORT_REQUEST_PRODUCER_STREAM))
+    throw value_error("acquire_view: options ask for both a given stream and the producer's");
   if (r.ndim < -1 || r.ndim > ARRAYPORT_MAX_NDIM || (r.n_dtypes && !r.dtypes))
     throw value_error("acquire_view: expected ndim -1 to 64 and dtypes for n_dtypes, got ndim " +
                       std::to_string(r.ndim) + " and " + std::to_string(r.n_dtypes) + " dtypes");
@@ -223,6 +230,7 @@ void read_request(const arrayport_acquire_request_t* request, python::constraint
   o.call_scoped = (r.options & (ARRAYPORT_REQUEST_CALL_SCOPED | ARRAYPORT_REQUEST_BORROW)) != 0;
   o.reads_only = (r.options & ARRAYPORT_REQUEST_READS_ONLY) != 0;
   o.borrow = (r.options & ARRAYPORT_REQUEST_BORROW) != 0;
+  o.producer_stream = (r.options & ARRAYPORT_REQUEST_PRODUCER_STREAM) != 0;
   o.protocols = r.protocols ? (r.protocols & python::protocol_all) : python::protocol_all;
 }
 
@@ -319,8 +327,9 @@ int acquire_for_c(PyObject* obj, const char* name, std::uint32_t flags, arraypor
 // The 1.3 entry: borrow_with for a typed parameter, with no request to read and check.
 int borrow_typed(PyObject* obj, arrayport_dtype_t dtype, std::int32_t ndim, std::uint32_t flags,
                  arrayport_view_t* view, std::int64_t* extents) noexcept {
-  if (!obj || !view || !extents || ndim < 0 || ndim > 8 ||
-      (flags & ~(ARRAYPORT_ACQUIRE_WRITABLE | ARRAYPORT_ACQUIRE_HOST | ARRAYPORT_ACQUIRE_DEVICE)) ||
+  constexpr std::uint32_t known = ARRAYPORT_ACQUIRE_WRITABLE | ARRAYPORT_ACQUIRE_HOST |
+                                  ARRAYPORT_ACQUIRE_DEVICE | ARRAYPORT_BORROW_PRODUCER_STREAM;
+  if (!obj || !view || !extents || ndim < 0 || ndim > 8 || (flags & ~known) ||
       (flags & ARRAYPORT_ACQUIRE_HOST && flags & ARRAYPORT_ACQUIRE_DEVICE))
     return 0;
   const arrayport::dtype dt = arrayport::dtype::from_c(dtype);
@@ -332,6 +341,7 @@ int borrow_typed(PyObject* obj, arrayport_dtype_t dtype, std::int32_t ndim, std:
   python::acquire_options o;
   o.call_scoped = o.borrow = true;
   o.reads_only = !c.writable;
+  o.producer_stream = (flags & ARRAYPORT_BORROW_PRODUCER_STREAM) != 0;
   try {
     return borrow_with(obj, c, o, lookup_type(Py_TYPE(obj)), *view, extents) != 0;
   } catch (...) {  // describing a new type failed: acquire_view asks again and reports it

@@ -15,6 +15,36 @@
 namespace arrayport::bridge {
 namespace {
 
+// CuPy's C function for its current stream, from the first module that exports it with a
+// signature known here. Leaves no Python error set.
+bool find_current_stream(cupy_layout& layout) noexcept {
+  for (const char* module : {"cupy_backends.cuda.stream", "cupy.cuda.stream"}) {
+    PyObject* m = PyImport_ImportModule(module);
+    PyObject* capi = m ? PyObject_GetAttrString(m, "__pyx_capi__") : nullptr;
+    PyObject* entry = capi && PyDict_Check(capi)
+                          ? PyDict_GetItemString(capi, "get_current_stream_ptr")  // borrowed
+                          : nullptr;
+    struct known {
+      const char* signature;
+      bool may_raise;
+    };
+    bool found = false;
+    for (const known k :
+         {known{"intptr_t (void)", false}, known{"intptr_t (void) except *", true}}) {
+      if (found || !entry || !PyCapsule_IsValid(entry, k.signature)) continue;
+      layout.current_stream =
+          reinterpret_cast<std::intptr_t (*)()>(PyCapsule_GetPointer(entry, k.signature));
+      layout.stream_may_raise = k.may_raise;
+      found = true;
+    }
+    Py_XDECREF(capi);
+    Py_XDECREF(m);
+    PyErr_Clear();
+    if (found) return true;
+  }
+  return false;
+}
+
 // Whether CuPy arrays may be read from their struct: checks the layout on `obj` the first time
 // (an array of ndim >= 1: a 0-d one leaves the question open). Never leaves a Python error set.
 bool cupy_layout_checked(PyObject* obj) noexcept {
@@ -22,7 +52,7 @@ bool cupy_layout_checked(PyObject* obj) noexcept {
   if (layout.state != 0) return layout.state > 0;
   PyObject *shape = nullptr, *strides = nullptr, *size = nullptr, *dtype = nullptr, *data = nullptr,
            *base = nullptr, *ptr = nullptr, *device = nullptr, *mem = nullptr, *numpy = nullptr,
-           *dtype_type = nullptr, *stream_module = nullptr, *capi = nullptr;
+           *dtype_type = nullptr;
   int verdict = -1;
   auto same_ints = [](PyObject* tuple, const std_vector_fields& v) {
     const Py_ssize_t n = v.end - v.begin;
@@ -70,14 +100,7 @@ bool cupy_layout_checked(PyObject* obj) noexcept {
     if (!dtype_type || !PyType_Check(dtype_type) ||
         !PyObject_TypeCheck(dtype, reinterpret_cast<PyTypeObject*>(dtype_type)))
       break;
-    stream_module = PyImport_ImportModule("cupy.cuda.stream");
-    capi = stream_module ? PyObject_GetAttrString(stream_module, "__pyx_capi__") : nullptr;
-    PyObject* entry =
-        capi && PyDict_Check(capi) ? PyDict_GetItemString(capi, "get_current_stream_ptr") : nullptr;
-    constexpr const char* signature = "intptr_t (void)";
-    if (!entry || !PyCapsule_IsValid(entry, signature)) break;
-    layout.current_stream =
-        reinterpret_cast<std::intptr_t (*)()>(PyCapsule_GetPointer(entry, signature));
+    if (!find_current_stream(layout)) break;
     layout.pointer_type = pointer_type;
     layout.dtype_type = reinterpret_cast<PyTypeObject*>(dtype_type);
     layout.array_type = Py_TYPE(obj);
@@ -87,8 +110,7 @@ bool cupy_layout_checked(PyObject* obj) noexcept {
     verdict = 1;
   } while (false);
   PyErr_Clear();
-  for (PyObject* o : {shape, strides, size, dtype, data, base, ptr, device, mem, numpy, dtype_type,
-                      stream_module, capi})
+  for (PyObject* o : {shape, strides, size, dtype, data, base, ptr, device, mem, numpy, dtype_type})
     Py_XDECREF(o);
   layout.state = verdict;
   return verdict > 0;
@@ -97,8 +119,9 @@ bool cupy_layout_checked(PyObject* obj) noexcept {
 // CuPy's current stream, as __dlpack__ would order after it; false with no error set when CuPy
 // raised (its error is cleared: the caller falls back to __dlpack__, which will say it).
 bool cupy_current_stream(stream_handle& out) noexcept {
-  const std::intptr_t s = cupy().current_stream();
-  if (s == -1 && PyErr_Occurred()) {
+  const cupy_layout& layout = cupy();
+  const std::intptr_t s = layout.current_stream();
+  if ((s == -1 || layout.stream_may_raise) && PyErr_Occurred()) {
     PyErr_Clear();
     return false;
   }
@@ -147,7 +170,7 @@ bool from_cupy(held& a, PyObject* obj, const python::acquire_options& o) {
     if (f->strides.begin[i] % itemsize != 0) return false;
   const auto* p = reinterpret_cast<const cupy_pointer_fields*>(f->data);
   stream_handle producer = nullptr;
-  if (o.sync && !cupy_current_stream(producer)) return false;
+  if ((o.sync || o.producer_stream) && !cupy_current_stream(producer)) return false;
   std::int64_t* ext = a.extents(static_cast<int>(nd));
   for (Py_ssize_t i = 0; i < nd; ++i) {
     ext[i] = f->shape.begin[i];
@@ -162,11 +185,14 @@ bool from_cupy(held& a, PyObject* obj, const python::acquire_options& o) {
   const int device = info.device >= 0 ? info.device : p->device_id;
   // CuPy arrays are always writable.
   fill_view(a.view, data, static_cast<int>(nd), ext, dt.to_c(), kind, device, false, obj);
-  if (o.sync) runtime::order_streams(producer, consumer_stream(o), device);
+  if (o.producer_stream)
+    a.view.stream = producer;
+  else if (o.sync)
+    runtime::order_streams(producer, consumer_stream(o), device);
   return true;
 }
 
-bool cupy_borrow(PyObject* obj, const python::constraints& c, stream_handle consumer,
+bool cupy_borrow(PyObject* obj, const python::constraints& c, const python::acquire_options& o,
                  arrayport_view_t& v, std::int64_t* ext) noexcept {
   if (c.where == python::reach::host || cupy().state <= 0) return false;
   arrayport::dtype dt;
@@ -179,9 +205,11 @@ bool cupy_borrow(PyObject* obj, const python::constraints& c, stream_handle cons
                          reinterpret_cast<const void*>(p->ptr), itemsize, ext))
     return false;
   stream_handle producer = nullptr;
-  if (!cupy_current_stream(producer) || producer != consumer) return false;
+  if (!cupy_current_stream(producer) || (!o.producer_stream && producer != consumer_stream(o)))
+    return false;
   fill_view(v, reinterpret_cast<void*>(p->ptr), c.ndim, ext, dt.to_c(), memory_kind::device,
             p->device_id, false, obj);
+  if (o.producer_stream) v.stream = producer;
   return true;
 }
 

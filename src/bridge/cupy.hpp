@@ -6,7 +6,9 @@
 // mismatch turns the struct path off for the process, and __dlpack__ serves as before.
 //
 // The stream semantics are those of __dlpack__(stream=consumer): the consumer's stream waits for
-// CuPy's current stream (cupy.cuda.stream.get_current_stream_ptr, from its __pyx_capi__).
+// CuPy's current stream: cupy_backends.cuda.stream.get_current_stream_ptr, from its __pyx_capi__,
+// the stream CuPy's own kernels launch on (cupy.cuda.stream's function of that name wraps it in a
+// second thread-local lookup; it serves where the backends' is not exported).
 #pragma once
 
 #include "bridge/held.hpp"
@@ -49,7 +51,8 @@ struct cupy_layout {
   PyTypeObject* pointer_type = nullptr;  // cupy.cuda.memory.MemoryPointer; kept for good
   PyTypeObject* dtype_type = nullptr;    // numpy.dtype; kept for good
   std::intptr_t (*current_stream)() = nullptr;  // CuPy's current stream of the current device
-  int state = 0;                                // 1 checked, -1 refused, 0 not yet
+  bool stream_may_raise = false;  // a Cython `except *` function: any return may carry an error
+  int state = 0;                  // 1 checked, -1 refused, 0 not yet
 };
 
 cupy_layout& cupy() noexcept;
@@ -63,9 +66,10 @@ bool is_cupy_array_type(PyTypeObject* type) noexcept;
 bool from_cupy(held& a, PyObject* obj, const python::acquire_options& o);
 
 /// For a typed call-scoped parameter on the exact cupy.ndarray: the struct straight into `v`
-/// when CuPy's current stream is `consumer` and the constraints hold (a host view is left to
-/// acquire(), which asks CUDA whether the memory is managed).
-bool cupy_borrow(PyObject* obj, const python::constraints& c, stream_handle consumer,
+/// when CuPy's current stream is the consumer's (`o`; with `o.producer_stream` it is the view's
+/// stream) and the constraints hold (a host view is left to acquire(), which asks CUDA whether
+/// the memory is managed).
+bool cupy_borrow(PyObject* obj, const python::constraints& c, const python::acquire_options& o,
                  arrayport_view_t& v, std::int64_t* ext) noexcept;
 
 }  // namespace arrayport::bridge

@@ -63,8 +63,8 @@ const dl_exchange_api* find_exchange_api(PyTypeObject* type) noexcept {
 }
 
 void from_exchange(held& a, const python::constraints& c, PyObject* obj, const dl_exchange_api& api,
-                   stream_handle consumer, bool sync, bool call_scoped) {
-  if (call_scoped && api.dltensor_from_py_object_no_sync) {
+                   const python::acquire_options& o) {
+  if (o.call_scoped && api.dltensor_from_py_object_no_sync) {
     // Non-owning: the producer keeps shape/strides/data alive while the object lives and is not
     // resized; we hold the object and copy the extents.
     arrayport_dl_tensor_t t{};
@@ -81,13 +81,19 @@ void from_exchange(held& a, const python::constraints& c, PyObject* obj, const d
         adopt_versioned(a, c, obj, t, "the DLPack exchange API returned NULL", readonly);
     from_dl_tensor(a, c, obj, dl, readonly);
   }
-  const arrayport_view_t& v = a.view;
-  if (sync && is_gpu_resident(static_cast<memory_kind>(v.memory_kind))) {
-    // The exchange API does no synchronisation: order the producer's current stream before ours.
+  arrayport_view_t& v = a.view;
+  if (!is_gpu_resident(static_cast<memory_kind>(v.memory_kind))) {
+    if (o.producer_stream) v.stream = consumer_stream(o);  // no stream of the producer's
+  } else if (o.sync || o.producer_stream) {
+    // The exchange API does no synchronisation: order the producer's current stream before ours,
+    // or work on it.
     void* producer = nullptr;
     if (api.current_work_stream(ARRAYPORT_DEVICE_CUDA, v.device.device_id, &producer) != 0)
       producer_failed(c, obj, "the exchange API's current_work_stream");
-    runtime::order_streams(producer, consumer, v.device.device_id);
+    if (o.producer_stream)
+      v.stream = producer;
+    else
+      runtime::order_streams(producer, consumer_stream(o), v.device.device_id);
   }
 }
 
@@ -118,16 +124,20 @@ bool exchange_borrow(PyObject* obj, const dl_exchange_api& api, const python::co
   if (!borrowed_geometry(t.shape, t.strides ? t.strides : compact, 1, rank,
                          reinterpret_cast<const void*>(address), itemsize, ext))
     return false;
+  void* producer = nullptr;
   if (is_gpu_resident(kind)) {
-    void* producer = nullptr;
     if (api.current_work_stream(ARRAYPORT_DEVICE_CUDA, t.device.device_id, &producer) != 0) {
       PyErr_Clear();
       return false;
     }
-    if (static_cast<stream_handle>(producer) != consumer_stream(o)) return false;
+    if (!o.producer_stream && static_cast<stream_handle>(producer) != consumer_stream(o))
+      return false;
+  } else if (o.producer_stream) {
+    producer = consumer_stream(o);  // no stream of the producer's
   }
   fill_view(v, reinterpret_cast<void*>(address), rank, ext, t.dtype, kind, t.device.device_id,
             false, obj);
+  if (o.producer_stream) v.stream = producer;
   return true;
 }
 

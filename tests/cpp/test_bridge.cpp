@@ -247,4 +247,58 @@ TEST_F(Bridge, ReleaseDropsTheProducerAndMovesKeepTheView) {
   Py_DECREF(mv);
 }
 
+TEST_F(Bridge, ProducerStreamIsRefusedBesideAGivenStream) {
+  PyObject* a = eval("numpy.zeros(3)");
+  arrayport_acquire_request_t r{};
+  r.size = sizeof r;
+  r.ndim = -1;
+  r.options = ARRAYPORT_REQUEST_STREAM | ARRAYPORT_REQUEST_PRODUCER_STREAM;
+  arrayport_acquired_t out{};
+  EXPECT_EQ(request(a, &r, out), ARRAYPORT_ACQUIRE_FAILED);
+  EXPECT_EQ(take_error(PyExc_ValueError),
+            "acquire_view: options ask for both a given stream and the producer's");
+  py::acquire_options o;
+  o.stream_given = o.producer_stream = true;
+  EXPECT_THROW(py::acquire(a, {}, o), py::error_already_set);  // the inline path leaves it
+  EXPECT_EQ(take_error(PyExc_ValueError),
+            "acquire_view: options ask for both a given stream and the producer's");
+  Py_DECREF(a);
+}
+
+// Producers that state no stream of theirs (NumPy, buffers, Arrays) are on arrayport's current
+// stream, inline and in the engine alike, borrowed or held.
+TEST_F(Bridge, ProducerStreamOfHostProducersIsTheCurrentStream) {
+  PyObject* n = eval("numpy.arange(4, dtype=numpy.float32)");
+  PyObject* a = eval("arrayport.zeros((4,), 'float32', memory='host')");
+  PyObject* mv = eval("memoryview(bytearray(16)).cast('f')");
+  const ap::stream_handle current = py::current_stream();
+  const auto marker = reinterpret_cast<ap::stream_handle>(std::uintptr_t{0x1234});
+  for (PyObject* obj : {n, a, mv}) {
+    ap::view<float, 1> typed;
+    ap::stream_handle s = marker;
+    const bool inline_read = py::detail::typed_view_fast(obj, typed, &s);
+    EXPECT_EQ(inline_read, obj != mv);
+    if (inline_read) {
+      EXPECT_EQ(s, current);
+    }
+    py::acquire_options o;
+    o.producer_stream = true;
+    const py::acquired held = py::acquire(obj, {}, o);
+    EXPECT_EQ(held.c_view().stream, current);
+    arrayport_acquire_request_t r{};
+    r.size = sizeof r;
+    r.ndim = -1;
+    r.options = ARRAYPORT_REQUEST_PRODUCER_STREAM;
+    arrayport_acquired_t out{};
+    out.view.stream = marker;
+    ASSERT_EQ(request(obj, &r, out), ARRAYPORT_ACQUIRE_OK);
+    EXPECT_EQ(out.view.stream, current);
+    real->release(out.handle);
+  }
+  EXPECT_EQ(engine_calls, 1);  // the memoryview's
+  Py_DECREF(n);
+  Py_DECREF(a);
+  Py_DECREF(mv);
+}
+
 }  // namespace

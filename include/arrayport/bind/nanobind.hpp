@@ -1,6 +1,7 @@
 // nanobind type casters: arrayport::view<T, Rank, Space> and strided_view parameters take any
-// array (NumPy, CuPy, PyTorch, JAX, Numba, CAI objects, arrayport.Array); arrayport::vector<T>
-// return values become an arrayport.Array without a copy.
+// array (NumPy, CuPy, PyTorch, JAX, Numba, CAI objects, arrayport.Array), and so does
+// on_producer_stream<View> on the producer's stream; arrayport::vector<T> return values become an
+// arrayport.Array without a copy.
 //
 //   #include <arrayport/bind/nanobind.hpp>
 //   m.def("scale", [](arrayport::view<float, 1> x, float f) { ... });
@@ -55,6 +56,10 @@ struct type_caster<arrayport::view<T, Rank, Space>>
 
 template <>
 struct type_caster<arrayport::strided_view> : arrayport_view_caster<arrayport::strided_view> {};
+
+template <class View>
+struct type_caster<arrayport::on_producer_stream<View>>
+    : arrayport_view_caster<arrayport::on_producer_stream<View>> {};
 
 template <class T>
 struct type_caster<arrayport::vector<T>> {

@@ -155,10 +155,10 @@ inline bool meets(const constraints& c, const arrayport_view_t& v) noexcept {
 
 struct acquire_access {
   // An exact Array or numpy.ndarray that meets `c`, read here; false for the engine to decide.
-  static bool inline_path(acquired& a, PyObject* obj, const constraints& c,
-                          const acquire_options& o) noexcept {
+  ARRAYPORT_FLATTEN static bool inline_path(acquired& a, PyObject* obj, const constraints& c,
+                                            const acquire_options& o) noexcept {
     const arrayport_python_api_t* api = api_slot();
-    if (!api) return false;
+    if (!api || (o.producer_stream && o.stream_given)) return false;  // the engine refuses that
     PyTypeObject* type = Py_TYPE(obj);
     arrayport_view_t& v = a.m.view;
     if (type == api->array_type) {
@@ -191,8 +191,14 @@ struct acquire_access {
     }
     if (!meets(c, v)) return false;
     // An Array in GPU-reachable memory ready on another stream than the consumer's: the engine
-    // makes the consumer's stream wait for it.
-    if (o.sync && !ready_on(v, o.stream_given ? o.stream : current_stream())) return false;
+    // makes the consumer's stream wait for it. arrayport's own producers state arrayport's
+    // current stream as theirs.
+    const bool host = v.memory_kind == static_cast<std::uint32_t>(memory_kind::host);
+    if ((o.sync && !host) || o.producer_stream) {
+      const stream_handle consumer = o.stream_given ? o.stream : current_stream();
+      if (o.sync && !ready_on(v, consumer)) return false;
+      if (o.producer_stream) v.stream = consumer;
+    }
     Py_INCREF(obj);
     a.m_ref = obj;
     a.m_active = true;
@@ -215,7 +221,8 @@ struct acquire_access {
                 (o.sync ? 0u : ARRAYPORT_REQUEST_NO_SYNC) |
                 (o.call_scoped ? ARRAYPORT_REQUEST_CALL_SCOPED : 0u) |
                 (o.reads_only ? ARRAYPORT_REQUEST_READS_ONLY : 0u) |
-                (o.borrow && o.call_scoped ? ARRAYPORT_REQUEST_BORROW : 0u);
+                (o.borrow && o.call_scoped ? ARRAYPORT_REQUEST_BORROW : 0u) |
+                (o.producer_stream ? ARRAYPORT_REQUEST_PRODUCER_STREAM : 0u);
     r.protocols = o.protocols ? o.protocols : ARRAYPORT_PROTOCOL_NONE;
     r.stream = o.stream;
     const int rc = api.acquire_view(obj, &r, &a.m);
@@ -265,11 +272,12 @@ inline acquired acquire(PyObject* obj, const constraints& c, const acquire_optio
 class argument {
  public:
   bool load(PyObject* src, bool convert, const constraints& c, bool reads_only = false,
-            bool borrow = false) noexcept {
+            bool borrow = false, bool producer_stream = false) noexcept {
     acquire_options o;
     o.call_scoped = true;
     o.reads_only = reads_only;
     o.borrow = borrow;
+    o.producer_stream = producer_stream;
     try {
       m_held = acquire(src, c, o);
       m_error = nullptr;
@@ -307,4 +315,4 @@ class argument {
 };
 
 }  // namespace python
-}  // namespace arrayport
+}  // namespace ARRAYPORT_NAMESPACE

@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 #define ARRAYPORT_PYTHON_API_MAJOR 1
-#define ARRAYPORT_PYTHON_API_MINOR 3
+#define ARRAYPORT_PYTHON_API_MINOR 4
 #define ARRAYPORT_PYTHON_API_CAPSULE "arrayport._core._C_API"
 
 /* The exchange protocols, as bits (arrayport_acquire_request_t.protocols; the protocol used). */
@@ -130,7 +130,8 @@ typedef struct arrayport_python_api {
    * ARRAYPORT_REQUEST_BORROW, asked without a request: exactly `dtype`, rank `ndim` (0 to 8),
    * ARRAYPORT_ACQUIRE_WRITABLE / _HOST / _DEVICE `flags`, the current stream as the consumer's.
    * 1 with `*view` filled (shape and strides in extents[0, 2 * ndim)); 0, no error set, where
-   * acquire_view must decide (another producer, a stream to order, any violation). */
+   * acquire_view must decide (another producer, a stream to order, any violation). Since 1.4
+   * `flags` may hold ARRAYPORT_BORROW_PRODUCER_STREAM (an older _core returns 0 for it). */
   int (*borrow_typed)(PyObject* obj, arrayport_dtype_t dtype, int32_t ndim, uint32_t flags,
                       arrayport_view_t* view, int64_t* extents);
 } arrayport_python_api_t;
@@ -148,6 +149,14 @@ typedef struct arrayport_python_api {
 #define ARRAYPORT_REQUEST_CALL_SCOPED 0x4u /* used only until control returns to Python */
 #define ARRAYPORT_REQUEST_READS_ONLY 0x8u  /* the caller only reads through the view */
 #define ARRAYPORT_REQUEST_BORROW 0x10u     /* call-scoped: may hold nothing (handle NULL) */
+/* Since 1.4: the consumer works on the producer's own current stream (PyTorch's through the
+ * exchange API's current_work_stream, CuPy's; arrayport's current stream for the others), which
+ * the view's `stream` then names: nothing is ordered for producers that state their stream. Not
+ * with ARRAYPORT_REQUEST_STREAM. */
+#define ARRAYPORT_REQUEST_PRODUCER_STREAM 0x20u
+
+/* borrow_typed() flag (since 1.4): ARRAYPORT_REQUEST_PRODUCER_STREAM's semantics. */
+#define ARRAYPORT_BORROW_PRODUCER_STREAM 0x100u
 
 /* acquire_view() results. */
 #define ARRAYPORT_ACQUIRE_OK 0

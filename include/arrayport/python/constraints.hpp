@@ -110,6 +110,9 @@ struct acquire_options {
   /// producer, which the caller holds for the call (CuPy, JAX and exchange-API producers whose
   /// streams need no ordering).
   bool borrow = false;
+  /// true: the consumer works on the producer's current stream (PyTorch's, CuPy's; arrayport's
+  /// for the others) instead of `stream`, and the view's `stream` names it: no event is needed.
+  bool producer_stream = false;
   std::uint32_t protocols = protocol_all;  ///< which protocols may be used
 };
 

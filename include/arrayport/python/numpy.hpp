@@ -74,18 +74,27 @@ inline bool described(const array_fields* a, arrayport::dtype& dt) noexcept {
 
 /// The shape and strides (in items) of an array the fields describe, with the checks the engine
 /// makes of them: strides of whole items, an addressable layout (layout.hpp), a non-empty array's
-/// data inside the address space. false: the engine decides, and says why.
+/// data inside the address space. false: the engine decides, and says why. `Rank` >= 0: the
+/// caller has checked that the array has that many axes (the loops then unroll).
+template <int Rank = -1>
 inline bool read_geometry(const array_fields* a, std::int64_t itemsize, std::int64_t* shape,
                           std::int64_t* strides) noexcept {
-  for (int i = 0; i < a->nd; ++i) {
-    if (a->strides[i] % itemsize != 0) return false;
+  const int nd = Rank >= 0 ? Rank : a->nd;
+  // The itemsizes arrayport names are powers of two: a mask and a shift, not a 64-bit division
+  // per axis, on every call of the inline path.
+  if (itemsize <= 0 || (itemsize & (itemsize - 1)) != 0) return false;
+  int shift = 0;
+  while ((std::int64_t{1} << shift) != itemsize) ++shift;
+  for (int i = 0; i < nd; ++i) {
+    const std::int64_t stride = a->strides[i];
+    if ((stride & (itemsize - 1)) != 0) return false;
     shape[i] = a->dimensions[i];
-    strides[i] = a->strides[i] / itemsize;
+    strides[i] = stride >> shift;  // exact: a multiple of itemsize, negative ones too
   }
-  const layout_info l = measure_layout(shape, strides, a->nd, itemsize);
+  const layout_info l = measure_layout(shape, strides, nd, itemsize);
   return l.ok() && (l.count == 0 || (a->data && fits_address_space(a->data, l)));
 }
 
 }  // namespace numpy
 }  // namespace python
-}  // namespace arrayport
+}  // namespace ARRAYPORT_NAMESPACE

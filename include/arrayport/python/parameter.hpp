@@ -13,6 +13,23 @@
 #include <type_traits>
 
 namespace ARRAYPORT_NAMESPACE {
+
+/// A view parameter taken on its producer's stream (the caller's stream): the kernel runs where the
+/// calling framework works, with no event between its work and the kernel. `stream` is PyTorch's
+/// current stream for a PyTorch tensor (the DLPack exchange API's current_work_stream), CuPy's
+/// for a CuPy array, and arrayport's current stream for every other producer (which arrayport
+/// orders as it does for a plain view). Launch on `stream`; with several such parameters from
+/// different frameworks, their streams may differ, and ordering them is the kernel's business.
+///
+///   m.def("scale", [](arrayport::on_producer_stream<arrayport::view<float, 1>> x, float f) {
+///     launch_scale(x.view, f, x.stream);
+///   });
+template <class View>
+struct on_producer_stream {
+  View view;
+  stream_handle stream = nullptr;
+};
+
 namespace python {
 
 namespace detail {
@@ -22,9 +39,11 @@ namespace detail {
 // and meets every constraint of view<T, Rank, Space> becomes the view with no holder, no
 // reference and no call into arrayport._core. CuPy, JAX and exchange-API producers are borrowed
 // by the engine's borrow_typed (C API 1.3). Anything else returns false: acquire() decides,
-// with its messages.
+// with its messages. With `producer_stream`, the view is taken on its producer's stream, which is
+// stored there (on_producer_stream).
 template <class T, std::size_t Rank, class Space>
-inline bool typed_view_fast(PyObject* obj, arrayport::view<T, Rank, Space>& out) noexcept {
+ARRAYPORT_FLATTEN inline bool typed_view_fast(PyObject* obj, arrayport::view<T, Rank, Space>& out,
+                                              stream_handle* producer_stream = nullptr) noexcept {
   using index_type = typename arrayport::view<T, Rank, Space>::index_type;
   constexpr arrayport::dtype expected = dtype_of<std::remove_cv_t<T>>;
   constexpr bool writes = !std::is_const_v<T>;
@@ -41,8 +60,14 @@ inline bool typed_view_fast(PyObject* obj, arrayport::view<T, Rank, Space>& out)
         !Space::accepts(static_cast<memory_kind>(v.memory_kind)) ||
         (writes && (v.flags & ARRAYPORT_VIEW_READONLY)))
       return false;
-    // Ready on another stream than the current one: the engine orders the two.
-    if (!ready_on(v, current_stream())) return false;
+    // Ready on another stream than the current one: the engine orders the two. Host memory is
+    // ready everywhere, so the current stream is asked for only where it matters.
+    const bool host = v.memory_kind == static_cast<std::uint32_t>(memory_kind::host);
+    if (!host || producer_stream) {
+      const stream_handle current = current_stream();
+      if (!ready_on(v, current)) return false;
+      if (producer_stream) *producer_stream = current;
+    }
     for (std::size_t r = 0; r != Rank; ++r) {
       shape[r] = v.shape[r];
       strides[r] = v.strides[r];
@@ -51,13 +76,16 @@ inline bool typed_view_fast(PyObject* obj, arrayport::view<T, Rank, Space>& out)
     return true;
   }
   if (api->abi_minor < 2 || type != *api->numpy_array_type || !type) {
-    if (api->abi_minor < 3 || !api->borrow_typed) return false;
+    if (api->abi_minor < (producer_stream ? 4 : 3) || !api->borrow_typed) return false;
     constexpr std::uint32_t flags = acquire_flags(typed_constraints<T, Rank, Space>::make("array"));
     arrayport_view_t v;
     std::int64_t ext[2 * n];
-    if (Rank > 8 || api->borrow_typed(obj, expected.to_c(), static_cast<std::int32_t>(Rank), flags,
-                                      &v, ext) != 1)
+    if (Rank > 8 ||
+        api->borrow_typed(obj, expected.to_c(), static_cast<std::int32_t>(Rank),
+                          flags | (producer_stream ? ARRAYPORT_BORROW_PRODUCER_STREAM : 0u), &v,
+                          ext) != 1)
       return false;
+    if (producer_stream) *producer_stream = static_cast<stream_handle>(v.stream);
     for (std::size_t r = 0; r != Rank; ++r) {
       shape[r] = ext[r];
       strides[r] = ext[Rank + r];
@@ -73,8 +101,10 @@ inline bool typed_view_fast(PyObject* obj, arrayport::view<T, Rank, Space>& out)
       (writes && (a->flags & numpy::writeable) == 0))
     return false;
   static_assert(std::is_same_v<index_type, std::int64_t>, "read_geometry fills int64 extents");
-  if (!numpy::read_geometry(a, static_cast<std::int64_t>(expected.itemsize()), shape, strides))
+  if (!numpy::read_geometry<static_cast<int>(Rank)>(
+          a, static_cast<std::int64_t>(expected.itemsize()), shape, strides))
     return false;
+  if (producer_stream) *producer_stream = current_stream();
   out = arrayport::view<T, Rank, Space>(reinterpret_cast<T*>(a->data), shape, strides);
   return true;
 }
@@ -90,6 +120,7 @@ struct view_traits<arrayport::view<T, Rank, Space>> {
   static constraints make() noexcept { return typed_constraints<T, Rank, Space>::make("array"); }
   static constexpr bool reads_only = std::is_const_v<T>;  // a const view: the callee only reads
   static constexpr bool borrows = true;  // the typed view copies shape and strides: none held
+  static constexpr bool producer_stream = false;
   // The constraints were checked by acquire, so as() does not throw here.
   static arrayport::view<T, Rank, Space> get(const acquired& a) {
     return a.template as<T, Rank, Space>();
@@ -105,8 +136,28 @@ struct view_traits<strided_view> {
   static constraints make() noexcept { return {}; }
   static constexpr bool reads_only = false;  // the callee may take a writable typed view of it
   static constexpr bool borrows = false;     // the view points at the holder's extents
+  static constexpr bool producer_stream = false;
   static strided_view get(const acquired& a) noexcept { return a.view(); }
   static bool fast(PyObject*, strided_view&) noexcept { return false; }  // needs the holder
+};
+
+template <class View>
+struct view_traits<on_producer_stream<View>> {
+  using inner = view_traits<View>;
+  static constraints make() noexcept { return inner::make(); }
+  static constexpr bool reads_only = inner::reads_only;
+  static constexpr bool borrows = inner::borrows;
+  static constexpr bool producer_stream = true;
+  static on_producer_stream<View> get(const acquired& a) {
+    return {inner::get(a), static_cast<stream_handle>(a.c_view().stream)};
+  }
+  static bool fast(PyObject* src, on_producer_stream<View>& out) noexcept {
+    if constexpr (std::is_same_v<View, strided_view>) {
+      return false;  // needs the holder
+    } else {
+      return detail::typed_view_fast(src, out.view, &out.stream);
+    }
+  }
 };
 
 /// A parameter of type `View` (arrayport::view<T, Rank, Space> or strided_view). Overloads
@@ -120,7 +171,7 @@ class parameter {
     // The argument outlives the call, so the fast path takes no reference and no holder.
     if (src && !m_arg.failed() && view_traits<View>::fast(src, m_value)) return true;
     if (!m_arg.load(src, convert, view_traits<View>::make(), view_traits<View>::reads_only,
-                    view_traits<View>::borrows))
+                    view_traits<View>::borrows, view_traits<View>::producer_stream))
       return false;
     if (!m_arg.failed()) m_value = view_traits<View>::get(m_arg.held());
     return true;

@@ -604,7 +604,7 @@ def _acquire_view(obj, size=None, tail=b"", **fields):
 
 def test_c_api_1_2_acquire_view_takes_a_versioned_request():
     table = _c_api()
-    assert (table.abi_major, table.abi_minor) == (1, 3)
+    assert (table.abi_major, table.abi_minor) == (1, 4)
     assert _acquire_view(np.arange(3.0)) == (0, 0x04)  # the buffer protocol (NumPy's struct)
     assert _acquire_view(ap.zeros((2,), "float32", memory="host")) == (0, 0x01)
     assert _acquire_view(memoryview(b"ab"), name=b"m")[0] == 0
@@ -645,7 +645,7 @@ def test_c_api_1_3_borrow_typed_borrows_only_what_it_can_decide_alone():
 def test_c_api_1_2_refuses_requests_it_cannot_read():
     with pytest.raises(ValueError, match=r"expected a request of at least 56 bytes, got 8 bytes"):
         _acquire_view(np.arange(3.0), size=8)
-    with pytest.raises(ValueError, match=r"asks for options this arrayport._core \(C API 1.3, 56 bytes\)"):
+    with pytest.raises(ValueError, match=r"asks for options this arrayport._core \(C API 1.4, 56 bytes\)"):
         _acquire_view(np.arange(3.0), tail=b"\0\0\0\1")
     with pytest.raises(ValueError, match="both host-only and device-only"):
         _acquire_view(np.arange(3.0), flags=0x2 | 0x4)
@@ -656,8 +656,33 @@ def test_c_api_1_2_refuses_flags_and_options_it_does_not_know(bit):
     # A newer extension's constraint bit that this _core would not apply is refused, not dropped.
     with pytest.raises(ValueError, match=rf"flags 0x{1 << bit:x} and options 0x0 that this"):
         _acquire_view(np.arange(3.0), flags=1 << bit)
+    if bit == 5:  # ARRAYPORT_REQUEST_PRODUCER_STREAM (1.4)
+        assert _acquire_view(np.arange(3.0), options=1 << bit) == (0, 0x04)
+        return
     with pytest.raises(ValueError, match=rf"flags 0x0 and options 0x{1 << bit:x} that this"):
         _acquire_view(np.arange(3.0), options=1 << bit)
+
+
+def test_c_api_1_4_the_producers_stream():
+    import ctypes
+
+    table = _c_api()
+    # Not beside a given stream: the two contradict.
+    with pytest.raises(ValueError, match="both a given stream and the producer's"):
+        _acquire_view(np.arange(3.0), options=0x1 | 0x20)
+    # A producer that states no stream (host memory here) is on arrayport's current stream, which
+    # the view's `stream` names (the legacy default stream, NULL, on this thread): borrowed or held.
+    view = ctypes.create_string_buffer(b"\xff" * 72, 72)
+    ext = (ctypes.c_int64 * 16)()
+    x = exchange_type()(values=(1.0, 2.0, 3.0), shape=(3,))
+    assert table.borrow_typed(x, DLDataType(2, 64, 1), 1, 0x100, ctypes.addressof(view),
+                              ctypes.addressof(ext)) == 1
+    assert ctypes.c_void_p.from_buffer(view, 64).value is None and list(ext[:2]) == [3, 1]
+    # A flag past the known ones is left to acquire_view, which says what it does not know.
+    assert table.borrow_typed(x, DLDataType(2, 64, 1), 1, 0x200, ctypes.addressof(view),
+                              ctypes.addressof(ext)) == 0
+    for obj in (x, np.arange(3.0), ap.zeros((3,), "float64", memory="host"), memoryview(b"abc")):
+        assert _acquire_view(obj, options=0x20)[0] == 0
 
 
 @pytest.mark.parametrize("obj", [memoryview(b"abcd"), np.arange(3.0)[::2]])

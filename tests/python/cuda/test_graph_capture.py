@@ -103,3 +103,32 @@ def test_a_current_stream_outside_the_capture_is_a_clear_error(torch):
     g2.replay()
     torch.cuda.synchronize()
     assert float(a[0]) == 3.0  # the warm-up's add, then the replay's
+
+
+def test_a_capture_on_an_arrayport_stream(torch):
+    # cudaStreamBeginCapture on arrayport's own stream (PyTorch captures on the stream it is
+    # given, here an arrayport.cuda.Stream adopted as an ExternalStream), with that stream current
+    # for arrayport: consumption, ops and new device arrays are captured, and replays recompute.
+    s = ap.cuda.Stream()
+    a = torch.arange(N, dtype=torch.float32, device="cuda")
+    out = torch.zeros(N, device="cuda")
+
+    def body():
+        with s:
+            t = ops.multiply(a, 3.0)
+            ops.add(t, ap.view(a), out=out)
+            return t
+
+    with s:
+        body()  # warm-up: kernels load, pools grow
+    s.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g, stream=torch.cuda.ExternalStream(s.handle, device="cuda:0")):
+        t = body()
+    for step in range(1, 21):
+        a.fill_(float(step))
+        torch.cuda.synchronize()
+        g.replay()
+        torch.cuda.synchronize()
+        assert float(out[0]) == 4.0 * step and float(out[-1]) == 4.0 * step
+        assert t.get()[0] == 3.0 * step
