@@ -315,4 +315,4 @@ class argument {
 };
 
 }  // namespace python
-}  // namespace ARRAYPORT_NAMESPACE
+}  // namespace arrayport

@@ -97,4 +97,4 @@ inline bool read_geometry(const array_fields* a, std::int64_t itemsize, std::int
 
 }  // namespace numpy
 }  // namespace python
-}  // namespace ARRAYPORT_NAMESPACE
+}  // namespace arrayport
