@@ -35,6 +35,14 @@ using python::protocol_dlpack, python::protocol_cai, python::protocol_cupy;
 
 namespace {
 
+// Whether the protocol's reader named the producer's own stream in the view, as it does with
+// o.producer_stream: CuPy's struct, and the exchange API for memory a GPU works on. Every other
+// producer is on arrayport's current stream, where it was ordered.
+bool names_producer_stream(std::uint32_t protocol, const arrayport_view_t& v) noexcept {
+  return protocol == protocol_cupy || (protocol == protocol_exchange &&
+                                       is_gpu_resident(static_cast<memory_kind>(v.memory_kind)));
+}
+
 void from_array(held& a, PyObject* obj, const arrayport_python_api_t& api) {
   a.view = *reinterpret_cast<const arrayport_view_t*>(reinterpret_cast<const char*>(obj) +
                                                       api.array_view_offset);
@@ -129,31 +137,35 @@ void acquire_with(held& a, PyObject* obj, const python::constraints& c,
   if (a.protocol != protocol_array) check_geometry(c, obj, a.view);
   check_constraints(c, obj, a.view);
   if (a.protocol == protocol_array && o.sync) order_array_stream(a.view, consumer_stream(o));
-  // Producers that state no stream of theirs are on arrayport's, where they were ordered.
-  if (o.producer_stream && a.protocol != protocol_exchange && a.protocol != protocol_cupy)
+  if (o.producer_stream && !names_producer_stream(a.protocol, a.view))
     a.view.stream = consumer_stream(o);
 }
 
 // A typed call-scoped parameter's view with nothing held (CuPy from its struct, a ready JAX
 // array's interface, the exchange API's non-owning tensor): its protocol bit, or 0 (no error
 // set) when acquire() must decide.
-std::uint32_t borrow_with(PyObject* obj, const python::constraints& c,
+std::uint32_t borrow_from(PyObject* obj, const python::constraints& c,
                           const python::acquire_options& o, const type_entry& type,
                           arrayport_view_t& v, std::int64_t* ext) noexcept {
   if (!borrowable(c) || !(o.protocols & (protocol_cupy | protocol_cai | protocol_exchange)))
     return 0;
   if (type.type == cupy().array_type)
     return (o.protocols & protocol_cupy) && cupy_borrow(obj, c, o, v, ext) ? protocol_cupy : 0;
-  if (type.type == jax_array_type()) {
-    // A ready JAX array: nothing to order, so any stream is the producer's.
-    if (!(o.protocols & protocol_cai) || !jax_borrow(obj, c, v, ext)) return 0;
-    if (o.producer_stream) v.stream = consumer_stream(o);
-    return protocol_cai;
-  }
+  if (type.type == jax_array_type())
+    return (o.protocols & protocol_cai) && jax_borrow(obj, c, v, ext) ? protocol_cai : 0;
   return type.exchange && (o.protocols & protocol_exchange) &&
                  exchange_borrow(obj, *type.exchange, c, o, v, ext)
              ? protocol_exchange
              : 0;
+}
+
+// borrow_from, with the view's stream named for o.producer_stream as acquire_with names it.
+std::uint32_t borrow_with(PyObject* obj, const python::constraints& c,
+                          const python::acquire_options& o, const type_entry& type,
+                          arrayport_view_t& v, std::int64_t* ext) noexcept {
+  const std::uint32_t p = borrow_from(obj, c, o, type, v, ext);
+  if (p && o.producer_stream && !names_producer_stream(p, v)) v.stream = consumer_stream(o);
+  return p;
 }
 
 std::string hex(std::uint32_t bits) {

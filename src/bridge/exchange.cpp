@@ -82,9 +82,7 @@ void from_exchange(held& a, const python::constraints& c, PyObject* obj, const d
     from_dl_tensor(a, c, obj, dl, readonly);
   }
   arrayport_view_t& v = a.view;
-  if (!is_gpu_resident(static_cast<memory_kind>(v.memory_kind))) {
-    if (o.producer_stream) v.stream = consumer_stream(o);  // no stream of the producer's
-  } else if (o.sync || o.producer_stream) {
+  if (is_gpu_resident(static_cast<memory_kind>(v.memory_kind)) && (o.sync || o.producer_stream)) {
     // The exchange API does no synchronisation: order the producer's current stream before ours,
     // or work on it.
     void* producer = nullptr;
@@ -132,12 +130,10 @@ bool exchange_borrow(PyObject* obj, const dl_exchange_api& api, const python::co
     }
     if (!o.producer_stream && static_cast<stream_handle>(producer) != consumer_stream(o))
       return false;
-  } else if (o.producer_stream) {
-    producer = consumer_stream(o);  // no stream of the producer's
   }
   fill_view(v, reinterpret_cast<void*>(address), rank, ext, t.dtype, kind, t.device.device_id,
             false, obj);
-  if (o.producer_stream) v.stream = producer;
+  if (o.producer_stream) v.stream = producer;  // host memory: the caller names arrayport's
   return true;
 }
 
