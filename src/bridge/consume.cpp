@@ -134,11 +134,12 @@ void acquire_with(held& a, PyObject* obj, const python::constraints& c,
   } else {
     acquire_rest(a, obj, c, o, type, offered);
   }
+  // Asked before check_constraints, which may refine host memory to the kind CUDA says it is.
+  const bool named = names_producer_stream(a.protocol, a.view);
   if (a.protocol != protocol_array) check_geometry(c, obj, a.view);
   check_constraints(c, obj, a.view);
   if (a.protocol == protocol_array && o.sync) order_array_stream(a.view, consumer_stream(o));
-  if (o.producer_stream && !names_producer_stream(a.protocol, a.view))
-    a.view.stream = consumer_stream(o);
+  if (o.producer_stream && !named) a.view.stream = consumer_stream(o);
 }
 
 // A typed call-scoped parameter's view with nothing held (CuPy from its struct, a ready JAX
