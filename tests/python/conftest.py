@@ -79,8 +79,11 @@ def cmake_build(source: Path, build: Path, *extra: str) -> subprocess.CompletedP
                  f"-Darrayport_DIR={arrayport.cmake_dir()}", *extra]
     if ninja:
         configure += ["-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={ninja}"]
+    # The compilers run without the sanitizer runtime that .ci/sanitize preloads into the
+    # interpreter: nvcc's cicc crashes with ASan preloaded.
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
     for cmd in (configure, [cmake, "--build", str(build), "--parallel", str(os.cpu_count() or 2)]):
-        result = subprocess.run(cmd, capture_output=True, text=True)
+        result = subprocess.run(cmd, capture_output=True, text=True, env=env)
         if result.returncode != 0:
             pytest.fail(f"{' '.join(cmd)} failed:\n{result.stdout[-6000:]}\n{result.stderr[-6000:]}")
     return result
