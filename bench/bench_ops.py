@@ -2,6 +2,11 @@
 the GPU (each when importable). Prints ratios (peer time / arrayport time: > 1 means arrayport is
 faster) and effective bandwidth, and writes ops.json (and ops.png when matplotlib is present).
 
+Two parts: the measured paths (add, a scalar multiply, sum, max, a strided add; on the GPU add
+into out=, add allocating, sum, copy) with their bandwidth, and the sweep: every public op
+(bench/ops_table.py) on the CPU at 2^10, 2^16, 2^20 and 2^24 elements of float32 and float64
+(integers of the same width for the bitwise ops), and on the GPU at 2^10 and 2^28 float32.
+
     python bench/bench_ops.py OUT_DIR [--quick] [--no-gpu] [--no-cpu] [--machine LABEL] [--name STEM]
 
 CPU timings alternate rounds of arrayport and NumPy (best of each), so that load from other work
@@ -27,6 +32,9 @@ import numpy as np
 
 import arrayport as ap
 from arrayport import ops
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ops_table import TABLE  # noqa: E402
 
 
 def best_of_pair(mine, peer, repeat, rounds=7):
@@ -70,6 +78,68 @@ def cpu_cases(quick):
             out.append({"device": "cpu", "op": name, "n": n, "dtype": "float32",
                         "arrayport_s": t_mine, "numpy_s": t_peer, "ratio_numpy": t_peer / t_mine,
                         "arrayport_GBps": nbytes / t_mine / 1e9})
+    return out
+
+
+def sweep_operands(n, dtype, kind, seed=0):
+    """NumPy operands of one sweep case: a, b in [0.5, 1.5) (integers of dtype's width for "int"),
+    c = a > 1 (bool), and other, the float dtype astype converts to."""
+    rng = np.random.default_rng(seed)
+    if kind == "int":
+        t = np.int32 if dtype == "float32" else np.int64
+        a, b = rng.integers(1, 1 << 20, n).astype(t), rng.integers(1, 1 << 20, n).astype(t)
+    else:
+        a, b = rng.uniform(0.5, 1.5, n).astype(dtype), rng.uniform(0.5, 1.5, n).astype(dtype)
+    return {"a": a, "b": b, "c": a > 1, "other": "float64" if dtype == "float32" else "float32"}
+
+
+def sweep_cpu(quick):
+    """Every op against NumPy, on NumPy operands (arrayport.ops takes them as they are)."""
+    sizes = [1 << 10, 1 << 20] if quick else [1 << 10, 1 << 16, 1 << 20, 1 << 24]
+    out = []
+    for dtype in ("float32", "float64"):
+        for n in sizes:
+            rep = max(3, min(5000, (1 << 22) // n))
+            for e in TABLE:
+                o = sweep_operands(n, dtype, e.kind)
+                with np.errstate(all="ignore"):
+                    t_mine, t_peer = best_of_pair(lambda: e.mine(ops, o), lambda: e.xp(np, o), rep,
+                                                  rounds=5)
+                out.append({"device": "cpu", "op": e.name, "n": n, "sweep": True,
+                            "dtype": str(o["a"].dtype), "arrayport_s": t_mine, "numpy_s": t_peer,
+                            "ratio_numpy": t_peer / t_mine})
+    return out
+
+
+def sweep_gpu(quick, peers, gpu_time, ap_sync):
+    """Every op against CuPy and PyTorch on device memory, each allocating its result."""
+    sizes = [1 << 10, 1 << 22] if quick else [1 << 10, 1 << 28]
+    out = []
+    for n in sizes:
+        rep = 500 if n <= 1 << 20 else 10
+        for kind in ("float", "int"):
+            host = sweep_operands(n, "float32", kind)
+            mine = {k: v if k == "other" else ap.copy(v, memory="device") for k, v in host.items()}
+            theirs = {}
+            if "cupy" in peers:
+                cp = peers["cupy"]
+                o = {k: v if k == "other" else cp.asarray(v) for k, v in host.items()}
+                theirs["cupy"] = (o, cp.cuda.get_current_stream().synchronize)
+            if "torch" in peers:
+                torch = peers["torch"]
+                o = {k: torch.from_numpy(v).cuda() for k, v in host.items() if k != "other"}
+                o["other"] = torch.float64
+                theirs["torch"] = (o, torch.cuda.synchronize)
+            for e in (e for e in TABLE if e.kind == kind):
+                r = {"device": "gpu", "op": e.name, "n": n, "dtype": str(host["a"].dtype),
+                     "sweep": True, "arrayport_s": gpu_time(lambda: e.mine(ops, mine), rep, ap_sync)}
+                for pname, (o, sync) in theirs.items():
+                    mod = peers[pname]
+                    fn = (lambda: e.xp(mod, o)) if pname == "cupy" else (lambda: e.torch(mod, o))
+                    r[f"{pname}_s"] = gpu_time(fn, rep, sync)
+                    r[f"ratio_{pname}"] = r[f"{pname}_s"] / r["arrayport_s"]
+                out.append(r)
+            del mine, theirs
     return out
 
 
@@ -145,7 +215,7 @@ def gpu_cases(quick):
                 r[f"{pname}_s"] = tp
                 r[f"ratio_{pname}"] = tp / t
             results.append(r)
-    return results
+    return results + sweep_gpu(quick, peers, gpu_time, ap_sync)
 
 
 def main() -> int:
@@ -160,13 +230,14 @@ def main() -> int:
     info = ap.runtime_info()
     results = []
     if not args.no_cpu:
-        results += cpu_cases(args.quick)
+        results += cpu_cases(args.quick) + sweep_cpu(args.quick)
     if not args.no_gpu and info.get("cuda_available"):
         results += gpu_cases(args.quick)
     for r in results:
         ratios = "  ".join(f"{k[6:]} {v:6.2f}x" for k, v in r.items() if k.startswith("ratio_"))
+        rate = f"{r['arrayport_GBps']:8.1f} GB/s" if "arrayport_GBps" in r else f"{r['dtype']:>13}"
         print(f"{r['device']:3} {r['op']:16} n={r['n']:>10}  arrayport {r['arrayport_s'] * 1e6:10.2f} us"
-              f"  {r['arrayport_GBps']:8.1f} GB/s  {ratios}")
+              f"  {rate}  {ratios}")
     args.out_dir.mkdir(parents=True, exist_ok=True)
     machine = args.machine or f"{os.cpu_count()} cores, {cpu_model()}"
     doc = {"machine": machine, "cpu_model": cpu_model(), "cpu_count": os.cpu_count(),
@@ -177,13 +248,36 @@ def main() -> int:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
-        fig, ax = plt.subplots(figsize=(8, 4))
-        for (dev, op) in sorted({(r["device"], r["op"]) for r in results}):
-            pts = [(r["n"], r["arrayport_GBps"]) for r in results if r["device"] == dev and r["op"] == op]
+        fig, (ax, bx) = plt.subplots(1, 2, figsize=(14, 9), gridspec_kw={"width_ratios": [1, 1.3]})
+        paths = [r for r in results if not r.get("sweep")]
+        for (dev, op) in sorted({(r["device"], r["op"]) for r in paths}):
+            pts = [(r["n"], r["arrayport_GBps"]) for r in paths if r["device"] == dev and r["op"] == op]
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"{dev} {op}")
         ax.set_xscale("log"); ax.set_xlabel("elements (float32)"); ax.set_ylabel("GB/s (arrayport)")
         ax.set_title(machine, fontsize=9)
-        ax.legend(fontsize=7); fig.tight_layout(); fig.savefig(args.out_dir / f"{args.name}.png", dpi=120)
+        ax.legend(fontsize=7)
+        # The sweep at each device's largest size: one bar per op and float dtype (the bitwise ops'
+        # integers of its width), peer time / arrayport time, the faster peer on the GPU.
+        sweep = [r for r in results if r.get("sweep")]
+        width_of = {"int32": "float32", "int64": "float64"}
+        groups = sorted({(r["device"], width_of.get(r["dtype"], r["dtype"])) for r in sweep})
+        names = [e.name for e in TABLE]
+        width = 0.8 / max(1, len(groups))
+        for g, (dev, dt) in enumerate(groups):
+            top = max(r["n"] for r in sweep if r["device"] == dev)
+            ratio = {r["op"]: min(v for k, v in r.items() if k.startswith("ratio_"))
+                     for r in sweep if r["device"] == dev and r["n"] == top
+                     and width_of.get(r["dtype"], r["dtype"]) == dt
+                     and any(k.startswith("ratio_") for k in r)}
+            bx.barh([i + g * width for i in range(len(names))], [ratio.get(nm, 0) for nm in names],
+                    height=width, label=f"{dev} {dt}, n=2^{top.bit_length() - 1}")
+        bx.axvline(1.0, color="k", lw=0.8)
+        bx.set_yticks(range(len(names)), names, fontsize=6)
+        bx.invert_yaxis()
+        bx.set_xscale("log")
+        bx.set_xlabel("peer time / arrayport time (> 1: arrayport faster; GPU: the faster peer)")
+        bx.legend(fontsize=7)
+        fig.tight_layout(); fig.savefig(args.out_dir / f"{args.name}.png", dpi=120)
     except ImportError:
         pass
     print(f"wrote {args.out_dir / (args.name + '.json')}")

@@ -4,8 +4,8 @@ broadcasting, memory kinds, devices and stream ordering as the ops themselves.
 
 ``+ - * / // % ** & | ^`` (reflected and in place), unary ``- + ~`` and ``abs()``, the comparisons
 ``== != < <= > >=`` (bool Arrays, element-wise as NumPy's: an Array is therefore unhashable),
-``@`` of two 1-d arrays (their inner product), ``sum/mean/min/max/astype``, ``tolist/item`` and
-iteration over the first axis. An operand that is no array and no number makes the operator
+``@`` of two 1-d arrays (their inner product), ``sum/mean/min/max/prod/any/all/argmin/argmax``,
+``astype``, ``tolist/item`` and iteration over the first axis. An operand that is no array and no number makes the operator
 return NotImplemented, so Python tries the other side and then raises its TypeError (``==`` and
 ``!=`` fall back to identity); NumPy operands on the left defer to these
 (``__array_priority__``). Attached to the Array type when the package is imported.
@@ -142,5 +142,6 @@ setattr(Array, "__iter__", _iter)
 setattr(Array, "tolist", _tolist)
 setattr(Array, "item", _item)
 setattr(Array, "astype", _astype)
-for _reduce in (ops.sum, ops.mean, ops.min, ops.max):
+for _reduce in (ops.sum, ops.mean, ops.min, ops.max, ops.prod, ops.any, ops.all, ops.argmin,
+                ops.argmax):
     setattr(Array, _reduce.__name__, _reduction(_reduce))

@@ -31,8 +31,12 @@ max)`` is ``minimum(maximum(x, min), max)`` with NaN propagating; a bound of Non
 zero divisor gives 0); ``power`` takes real dtypes and refuses integers to negative integer powers
 (ValueError, as NumPy), checking an integer exponent array's minimum first.
 
-Reductions (``sum, mean, min, max``) take ``axis`` (None: all, an int or a tuple), ``keepdims`` and
-``out=`` (the result's shape and dtype exactly). ``dot(x, y, axis=None)`` is ``sum(x * y, axis)``
+Reductions (``sum, mean, min, max, prod, any, all``) take ``axis`` (None: all, an int or a tuple),
+``keepdims`` and ``out=`` (the result's shape and dtype exactly). ``prod`` widens integers as
+``sum`` does; float products are rounded as a tree, NumPy's in order (equal where the product
+is exact, else within about n ulp for n factors). ``any`` and ``all`` give bool, NaN counting as true. ``argmin`` and
+``argmax`` take one axis or None (the flat index in C order) and give int64: the first extreme,
+or the first NaN. ``dot(x, y, axis=None)`` is ``sum(x * y, axis)``
 with x and y broadcast together and accumulated as one reduction: for 1-d arrays the inner
 product (no conjugation), along an axis a batched inner product (``np.vecdot`` without its
 conjugation) -- not NumPy's matrix product for 2-d arrays. Its dtype is that of ``x * y``, as
@@ -57,6 +61,10 @@ from ._core import Array, view
 from ._core.ops import (
     abs,
     add,
+    all,
+    any,
+    argmax,
+    argmin,
     astype,
     axpy,
     bitwise_and,
@@ -91,6 +99,7 @@ from ._core.ops import (
     multiply,
     negative,
     not_equal,
+    prod,
     remainder,
     sin,
     sqrt,
@@ -146,6 +155,10 @@ _core._set_pipeline(_pipeline.run)
 __all__ = [
     "abs",
     "add",
+    "all",
+    "any",
+    "argmax",
+    "argmin",
     "astype",
     "axpy",
     "bitwise_and",
@@ -181,6 +194,7 @@ __all__ = [
     "negative",
     "not_equal",
     "power",
+    "prod",
     "remainder",
     "sin",
     "sqrt",

@@ -4,12 +4,13 @@ from typing import Any, SupportsIndex
 
 from ._core import Array
 
-__all__ = ["abs", "add", "astype", "axpy", "bitwise_and", "bitwise_invert", "bitwise_or",
-           "bitwise_xor", "clip", "copy", "cos", "divide", "dot", "equal", "exp", "floor_divide",
-           "greater", "greater_equal", "isfinite", "isinf", "isnan", "less", "less_equal", "log",
-           "logical_and", "logical_not", "logical_or", "logical_xor", "max", "maximum", "mean",
-           "min", "minimum", "multiply", "negative", "not_equal", "power", "remainder", "sin",
-           "sqrt", "square", "subtract", "sum", "tanh", "where"]
+__all__ = ["abs", "add", "all", "any", "argmax", "argmin", "astype", "axpy", "bitwise_and",
+           "bitwise_invert", "bitwise_or", "bitwise_xor", "clip", "copy", "cos", "divide", "dot",
+           "equal", "exp", "floor_divide", "greater", "greater_equal", "isfinite", "isinf",
+           "isnan", "less", "less_equal", "log", "logical_and", "logical_not", "logical_or",
+           "logical_xor", "max", "maximum", "mean", "min", "minimum", "multiply", "negative",
+           "not_equal", "power", "prod", "remainder", "sin", "sqrt", "square", "subtract", "sum",
+           "tanh", "where"]
 
 _Operand = Array | bool | int | float | complex | Any  # Any: any array arrayport.view takes (buffer protocol, DLPack, CAI)
 _Out = Array | Any | None
@@ -60,4 +61,9 @@ def sum(x: Array | Any, axis: _Axis = None, keepdims: bool = False, *, out: _Out
 def mean(x: Array | Any, axis: _Axis = None, keepdims: bool = False, *, out: _Out = None, device: _Device = None) -> Array: ...
 def min(x: Array | Any, axis: _Axis = None, keepdims: bool = False, *, out: _Out = None, device: _Device = None) -> Array: ...
 def max(x: Array | Any, axis: _Axis = None, keepdims: bool = False, *, out: _Out = None, device: _Device = None) -> Array: ...
+def prod(x: Array | Any, axis: _Axis = None, keepdims: bool = False, *, out: _Out = None, device: _Device = None) -> Array: ...
+def any(x: Array | Any, axis: _Axis = None, keepdims: bool = False, *, out: _Out = None, device: _Device = None) -> Array: ...
+def all(x: Array | Any, axis: _Axis = None, keepdims: bool = False, *, out: _Out = None, device: _Device = None) -> Array: ...
+def argmin(x: Array | Any, axis: SupportsIndex | None = None, keepdims: bool = False, *, out: _Out = None, device: _Device = None) -> Array: ...
+def argmax(x: Array | Any, axis: SupportsIndex | None = None, keepdims: bool = False, *, out: _Out = None, device: _Device = None) -> Array: ...
 def dot(x: Array | Any, y: Array | Any, axis: _Axis = None, keepdims: bool = False, *, out: _Out = None, device: _Device = None) -> Array: ...

@@ -73,6 +73,13 @@ constexpr entry<reduce_op> reductions[] = {
     {"mean", reduce_op::mean, "Mean over axis (None: all); integers give float64."},
     {"min", reduce_op::min, "Minimum over axis; NaN propagates; empty is an error."},
     {"max", reduce_op::max, "Maximum over axis; NaN propagates; empty is an error."},
+    {"prod", reduce_op::prod, "Product over axis (None: all); integers widen as sum's do."},
+    {"any", reduce_op::any, "Whether any element over axis is true (nonzero, NaN too): bool."},
+    {"all", reduce_op::all, "Whether every element over axis is true (nonzero, NaN too): bool."},
+    {"argmin", reduce_op::argmin,
+     "Index of the first minimum over axis (None: the flat C-order index; NaN wins): int64."},
+    {"argmax", reduce_op::argmax,
+     "Index of the first maximum over axis (None: the flat C-order index; NaN wins): int64."},
 };
 
 // An element-wise call, with device= or without.

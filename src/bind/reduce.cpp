@@ -178,6 +178,11 @@ const char* reduce_name(ops::reduce_op op) noexcept {
     case ops::reduce_op::mean: return "mean";
     case ops::reduce_op::min: return "min";
     case ops::reduce_op::max: return "max";
+    case ops::reduce_op::prod: return "prod";
+    case ops::reduce_op::any: return "any";
+    case ops::reduce_op::all: return "all";
+    case ops::reduce_op::argmin: return "argmin";
+    case ops::reduce_op::argmax: return "argmax";
     default: return "dot";
   }
 }
@@ -197,6 +202,9 @@ nb::object reduce(ops::reduce_op op, nb::handle x, nb::handle axis, nb::handle k
   if (rt == ops::invalid_type)
     throw type_error(std::string(op_name) + ": not supported for dtype " +
                      arrayport::detail::describe(in.dtype()));
+  // As NumPy's: argmin and argmax take one axis or None.
+  if (ops::is_arg_reduce(op) && PyTuple_Check(axis.ptr()))
+    throw type_error(std::string(op_name) + ": axis: expected None or an int, got a tuple");
   const std::vector<int> axes = parse_axes(axis, in.ndim(), op_name);
   read_out(o, out_obj, op_name, cs.handle);
   const ops::placement where = ops::place(op_name, o.with_out(), {cs.handle, cs.device});
@@ -210,6 +218,9 @@ nb::object reduce(ops::reduce_op op, nb::handle x, nb::handle axis, nb::handle k
   if (call.len == 0 && (op == ops::reduce_op::min || op == ops::reduce_op::max))
     throw value_error(std::string(op_name) + ": zero-size array to reduction operation " + op_name +
                       " which has no identity");
+  if (call.len == 0 && ops::is_arg_reduce(op))
+    throw value_error(std::string(op_name) + ": attempt to get " + op_name +
+                      " of an empty sequence");
   nb::object r = finish_reduce(call, op_name, where, cs, out_dt, shape, o, out_obj);
   wait_before_release(o.held(), where, cs.handle);
   return r;

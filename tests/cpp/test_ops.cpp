@@ -1,4 +1,4 @@
-// The kernel library (src/ops) called without Python: sums, means, min/max and element-wise ops
+// The kernel library (src/ops) called without Python: the reductions and element-wise ops
 // over every dtype, at lengths around the vector widths (0..70) and the block and chunk edges,
 // against plain loops. Values are small integers, so every exact result is exactly comparable.
 #include "ops/dispatch.hpp"
@@ -210,6 +210,113 @@ TEST(Reductions, MinAndMaxPropagateNaNFromAnyLane) {
   for (reduce_op op : {reduce_op::min, reduce_op::max}) {
     expect_nan_propagates<float>(op);
     expect_nan_propagates<double>(op);
+  }
+}
+
+// One full reduction of n elements of S at `data`, `step` apart, by the CPU kernel.
+template <reduce_op Op, class S>
+ops::storage_t<ops::reduce_result_type(Op, ops::type_id_of<S>)> reduce_1d(const S* data,
+                                                                          std::int64_t n,
+                                                                          std::int64_t step = 1) {
+  const view_of<S> v(const_cast<S*>(data), n, step);
+  ops::reduce_call call;
+  call.op = Op;
+  call.in_type = ops::type_id_of<S>;
+  ops::build_reduce(call, v.view(), {0}, false);
+  ops::storage_t<ops::reduce_result_type(Op, ops::type_id_of<S>)> out{};
+  call.out = reinterpret_cast<char*>(&out);
+  ops::cpu::reduce_table[std::size_t(Op)][std::size_t(call.in_type)](call);
+  return out;
+}
+
+TYPED_TEST(Reductions, ArgMinAndArgMaxGiveTheFirstExtremeAtEveryLength) {
+  using S = TypeParam;
+  for (std::int64_t n : lengths()) {
+    if (n == 0) continue;  // refused by the bindings, as NumPy refuses it
+    for (std::int64_t step : {1, 2}) {
+      const host_vec<S> in(n * step);
+      for (std::int64_t i = 0; i < n; ++i) in[i * step] = value<S>(i, 1);  // 17 values: ties
+      std::int64_t lo = 0, hi = 0;
+      for (std::int64_t i = 1; i < n; ++i) {
+        const auto v = widen(in[i * step]);
+        if (ops::detail::greater(widen(in[lo * step]), v)) lo = i;
+        if (ops::detail::greater(v, widen(in[hi * step]))) hi = i;
+      }
+      EXPECT_EQ((reduce_1d<reduce_op::argmin>(in.data(), n, step)), lo)
+          << "n=" << n << " step=" << step;
+      EXPECT_EQ((reduce_1d<reduce_op::argmax>(in.data(), n, step)), hi)
+          << "n=" << n << " step=" << step;
+    }
+  }
+}
+
+template <class T>
+void expect_first_nan_index() {
+  for (std::int64_t n : {1, 7, 8, 9, 33, 2047, 2048, 2049, 4097, 65537, 200003}) {
+    for (std::int64_t at : {std::int64_t(0), n / 2, n - 1}) {
+      const host_vec<T> in(n);
+      for (std::int64_t i = 0; i < n; ++i) in[i] = value<T>(i, 2);
+      in[at] = std::numeric_limits<T>::quiet_NaN();
+      in[n - 1] = std::numeric_limits<T>::quiet_NaN();  // a later NaN does not win
+      EXPECT_EQ(reduce_1d<reduce_op::argmax>(in.data(), n), at) << "n=" << n;
+      EXPECT_EQ(reduce_1d<reduce_op::argmin>(in.data(), n), at) << "n=" << n;
+    }
+  }
+}
+
+TEST(Reductions, ArgMinAndArgMaxGiveTheFirstNaN) {
+  expect_first_nan_index<float>();
+  expect_first_nan_index<double>();
+}
+
+TYPED_TEST(Reductions, AnyAndAllAreDecidedByOneElementAnywhere) {
+  using S = TypeParam;
+  const S zero = ops::convert<S>(0.0), one = ops::convert<S>(1.0);
+  for (std::int64_t n : lengths()) {
+    EXPECT_FALSE(reduce_1d<reduce_op::any>(host_vec<S>(n).data(), n)) << "n=" << n;
+    for (std::int64_t at : {std::int64_t(0), n / 2, n - 1}) {
+      if (n == 0) break;
+      const host_vec<S> zeros(n), ones(n);
+      for (std::int64_t i = 0; i < n; ++i) ones[i] = one;
+      zeros[at] = one;
+      ones[at] = zero;
+      EXPECT_TRUE(reduce_1d<reduce_op::any>(zeros.data(), n)) << "n=" << n << " at " << at;
+      EXPECT_EQ(reduce_1d<reduce_op::all>(zeros.data(), n), n == 1) << "n=" << n << " at " << at;
+      EXPECT_FALSE(reduce_1d<reduce_op::all>(ones.data(), n)) << "n=" << n << " at " << at;
+      EXPECT_EQ(reduce_1d<reduce_op::any>(ones.data(), n), n > 1) << "n=" << n << " at " << at;
+    }
+  }
+}
+
+TEST(Reductions, AnyAndAllTakeNegativeZeroAsFalseAndNaNAndOddBoolBytesAsTrue) {
+  for (std::int64_t n : {1, 9, 4097, 65537}) {
+    std::vector<double> d(std::size_t(n), -0.0);
+    EXPECT_FALSE(reduce_1d<reduce_op::any>(d.data(), n));
+    d.assign(std::size_t(n), std::numeric_limits<double>::quiet_NaN());
+    EXPECT_TRUE(reduce_1d<reduce_op::all>(d.data(), n));
+    const host_vec<bool> b(n);
+    std::memset(b.data(), 2, std::size_t(n));  // any nonzero byte is true, as NumPy reads one
+    EXPECT_TRUE(reduce_1d<reduce_op::all>(b.data(), n));
+    EXPECT_EQ(reduce_1d<reduce_op::prod>(b.data(), n), 1);
+  }
+}
+
+TYPED_TEST(Reductions, ProdMatchesAPlainLoop) {
+  using S = TypeParam;
+  using Out = ops::storage_t<ops::reduce_result_type(reduce_op::prod, ops::type_id_of<S>)>;
+  for (std::int64_t n : lengths()) {
+    // Factors of 1, 2 and (signed types) -1, at most 40 of them 2: exact in every accumulator,
+    // in any order.
+    constexpr bool is_signed = !std::is_same_v<S, bool> && !std::is_same_v<S, std::uint8_t>;
+    const host_vec<S> in(n);
+    auto expected = widen(ops::convert<S>(1.0));
+    for (std::int64_t i = 0; i < n; ++i) {
+      const double f = i % (n / 40 + 1) == 1 ? 2.0 : (is_signed && i % 3 == 0 ? -1.0 : 1.0);
+      in[i] = ops::convert<S>(f);
+      expected = ops::multiply_fn{}(expected, widen(in[i]));
+    }
+    const Out got = reduce_1d<reduce_op::prod>(in.data(), n);
+    EXPECT_TRUE(same(got, ops::convert<Out>(expected))) << describe(got) << " != expected, n=" << n;
   }
 }
 

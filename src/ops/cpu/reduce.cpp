@@ -148,6 +148,14 @@ struct lanes8 {
       v[k] = v[k] + x;
     }
   }
+  __attribute__((always_inline)) void add_products(const T* p, const T* q) {
+    for (int k = 0; k < N; ++k) {
+      V x, y;
+      std::memcpy(&x, p + W * k, sizeof x);
+      std::memcpy(&y, q + W * k, sizeof y);
+      v[k] = v[k] + x * y;
+    }
+  }
   // pairwise()'s ending: the lanes combined as a tree, then the remaining n % 8 in order.
   __attribute__((always_inline)) T finish(const T* tail, std::int64_t rest) const {
     T l[8];
@@ -190,6 +198,44 @@ T pairwise_sum(const T* p, std::int64_t n) {
   if (has_avx2()) return pairwise_sum_avx2(p, n);
 #endif
   return pairwise_sum_sse(p, n);
+}
+
+// The same for the dot product of n contiguous pairs: pairwise() over the products, in vectors.
+template <class T, int Bytes>
+__attribute__((always_inline)) inline T pairwise_dot_step(const T* p, const T* q, std::int64_t n,
+                                                          T (*recurse)(const T*, const T*,
+                                                                       std::int64_t)) {
+  if (n <= pairwise_block) {
+    lanes8<T, Bytes> a;
+    std::int64_t i = 0;
+    for (; i + 8 <= n; i += 8) a.add_products(p + i, q + i);
+    T acc = a.finish(p, 0);
+    for (; i < n; ++i) acc = acc + p[i] * q[i];
+    return acc;
+  }
+  std::int64_t half = n / 2;
+  half -= half % 8;
+  return recurse(p, q, half) + recurse(p + half, q + half, n - half);
+}
+
+template <class T>
+T pairwise_dot_sse(const T* p, const T* q, std::int64_t n) {
+  return pairwise_dot_step<T, 16>(p, q, n, &pairwise_dot_sse<T>);
+}
+
+#ifdef ARRAYPORT_OPS_AVX2
+template <class T>
+__attribute__((target("avx2"))) T pairwise_dot_avx2(const T* p, const T* q, std::int64_t n) {
+  return pairwise_dot_step<T, 32>(p, q, n, &pairwise_dot_avx2<T>);
+}
+#endif
+
+template <class T>
+T pairwise_dot(const T* p, const T* q, std::int64_t n) {
+#ifdef ARRAYPORT_OPS_AVX2
+  if (has_avx2()) return pairwise_dot_avx2(p, q, n);
+#endif
+  return pairwise_dot_sse(p, q, n);
 }
 
 // Sums of integers and bools are exact (modulo 2^64), so any order gives NumPy's result: one
@@ -252,6 +298,81 @@ Acc integer_sum(const In* p, std::int64_t n) {
   }
 }
 
+// any (All false) or all (All true) of n contiguous values, on their bits: a value is false when
+// its bits are 0 (a float's apart from its sign: -0.0). Blocks are tested by integer loops the
+// compiler vectorises, stopping at the first block that decides; a bool is any nonzero byte.
+template <bool All, class In>
+__attribute__((always_inline)) inline bool truth_blocks(const In* p, std::int64_t n) {
+  using U = std::conditional_t<sizeof(In) == 1, std::uint8_t,
+                               std::conditional_t<sizeof(In) == 4, std::uint32_t, std::uint64_t>>;
+  static_assert(sizeof(U) == sizeof(In));
+  constexpr U bits = std::is_floating_point_v<In> ? U(~(U(1) << (8 * sizeof(U) - 1))) : U(~U(0));
+  constexpr std::int64_t block = 4096;
+  for (std::int64_t lo = 0; lo < n; lo += block) {
+    const std::int64_t hi = std::min(n, lo + block);
+    U decided = 0;  // all: nonzero when a zero was seen; any: when a nonzero was
+    for (std::int64_t i = lo; i < hi; ++i) {
+      U u;
+      std::memcpy(&u, p + i, sizeof u);
+      decided |= All ? U((u & bits) == 0) : U(u & bits);
+    }
+    if (decided) return !All;
+  }
+  return All;
+}
+
+#ifdef ARRAYPORT_OPS_AVX2
+template <bool All, class In>  // SSE2 has no 64-bit compare: AVX2 where the CPU has it
+__attribute__((target("avx2"))) bool truth_avx2(const In* p, std::int64_t n) {
+  return truth_blocks<All>(p, n);
+}
+#endif
+
+template <bool All, class In>
+bool truth_contiguous(const In* p, std::int64_t n) {
+#ifdef ARRAYPORT_OPS_AVX2
+  if (has_avx2()) return truth_avx2<All>(p, n);
+#endif
+  return truth_blocks<All>(p, n);
+}
+
+// The maximum (Max) or minimum of n contiguous values: float and double by extreme_contiguous (NaN
+// when any is NaN), integers by a loop the compiler vectorises.
+template <bool Max, class T>
+T block_extreme(const T* p, std::int64_t n) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return extreme_contiguous<Max>(p, n);
+  } else {
+    T m = p[0];
+    for (std::int64_t i = 1; i < n; ++i) m = Max ? (p[i] > m ? p[i] : m) : (p[i] < m ? p[i] : m);
+    return m;
+  }
+}
+
+// argmin/argmax of n > 0 contiguous values: the extreme of each block by vectors, the first block
+// holding a NaN or a strictly better extreme kept, then that block searched for its first index.
+// One pass over the data and one over a block.
+template <bool Max, class T>
+arg_pair<T> arg_contiguous(const T* p, std::int64_t lo, std::int64_t n) {
+  constexpr std::int64_t block = 2048;
+  T best{};
+  std::int64_t best_lo = -1;
+  for (std::int64_t b = lo; b < lo + n; b += block) {
+    const std::int64_t len = std::min(block, lo + n - b);
+    const T m = block_extreme<Max>(p + b, len);
+    if (m != m) {  // the first NaN wins
+      for (std::int64_t i = b;; ++i)
+        if (p[i] != p[i]) return {p[i], i};
+    }
+    if (best_lo < 0 || (Max ? m > best : m < best)) {
+      best = m;
+      best_lo = b;
+    }
+  }
+  for (std::int64_t i = best_lo;; ++i)
+    if (p[i] == best) return {p[i], i};
+}
+
 // Byte offset of reduced element i (C order over the collapsed reduced dims) in input k.
 inline std::int64_t red_offset(const reduce_call& c, int k, std::int64_t i) {
   std::int64_t off = 0;
@@ -298,6 +419,13 @@ void run(const reduce_call& c) {
       if (c.red_ndim <= 1) {
         const std::int64_t s0 = c.red_ndim ? c.red_strides[0][0] : 0;
         const std::int64_t s1 = c.red_ndim ? c.red_strides[1][0] : 0;
+        if constexpr ((std::is_same_v<In, float> ||
+                       std::is_same_v<In, double>)&&std::is_same_v<Acc, In>) {
+          constexpr auto item = std::int64_t(sizeof(In));
+          if (c.in_types[0] == T && c.in_types[1] == T && s0 == item && s1 == item)
+            return pairwise_dot(reinterpret_cast<const In*>(p0) + lo,
+                                reinterpret_cast<const In*>(p1) + lo, n);
+        }
         return pairwise<Acc>([&](std::int64_t i) { return product(p0 + i * s0, p1 + i * s1); }, lo,
                              n, r);
       }
@@ -320,16 +448,22 @@ void run(const reduce_call& c) {
           return pairwise_sum(p + lo, n);
         if constexpr (Op == reduce_op::sum && std::is_integral_v<Acc>)
           return integer_sum<Acc>(p + lo, n);
-        return pairwise<Acc>([&](std::int64_t i) { return convert<Acc>(load_direct(p + i)); }, lo,
-                             n, r);
+        if constexpr ((Op == reduce_op::any || Op == reduce_op::all) && (std::is_arithmetic_v<In>))
+          return truth_contiguous<Op == reduce_op::all>(p + lo, n);
+        if constexpr (is_arg_reduce(Op) && std::is_arithmetic_v<In> && !std::is_same_v<In, bool>)
+          return arg_contiguous<Op == reduce_op::argmax>(p, lo, n);
+        return pairwise<Acc>(
+            [&](std::int64_t i) { return to_acc_value<Op, Acc>(load_direct(p + i), i); }, lo, n, r);
       }
       return pairwise<Acc>(
-          [&](std::int64_t i) { return convert<Acc>(load_any<In>(p0 + i * s, c.in_types[0])); }, lo,
-          n, r);
+          [&](std::int64_t i) {
+            return to_acc_value<Op, Acc>(load_any<In>(p0 + i * s, c.in_types[0]), i);
+          },
+          lo, n, r);
     } else {
       return pairwise<Acc>(
           [&](std::int64_t i) {
-            return convert<Acc>(load_any<In>(p0 + red_offset(c, 0, i), c.in_types[0]));
+            return to_acc_value<Op, Acc>(load_any<In>(p0 + red_offset(c, 0, i), c.in_types[0]), i);
           },
           lo, n, r);
     }

@@ -7,6 +7,7 @@
 
 #include <cub/block/block_reduce.cuh>
 #include <cub/device/device_reduce.cuh>
+#include <thrust/iterator/counting_iterator.h>
 
 #include <array>
 #include <cstdint>
@@ -46,7 +47,7 @@ __device__ inline Acc reduce_load(const gpu_reduce_args& a, std::int64_t o, std:
     return convert<Acc>(
         multiply_fn{}(load_any<In>(p0, a.in_types[0]), load_any<In>(p1, a.in_types[1])));
   } else {
-    return convert<Acc>(load_any<In>(p0, a.in_types[0]));
+    return to_acc_value<Op, Acc>(load_any<In>(p0, a.in_types[0]), i);
   }
 }
 
@@ -114,6 +115,15 @@ struct to_acc {
   }
 };
 
+// argmin/argmax over contiguous data: element i as (value, i), for cub over a counting iterator.
+template <reduce_op Op, class In, class Acc>
+struct indexed_load {
+  const In* p;
+  __device__ Acc operator()(std::int64_t i) const {
+    return to_acc_value<Op, Acc>(load_direct(p + i), i);
+  }
+};
+
 // Scratch memory on the stream, released in stream order.
 struct scratch {
   void* p = nullptr;
@@ -126,29 +136,41 @@ struct scratch {
   scratch& operator=(const scratch&) = delete;
 };
 
+// A full reduction of `c.len` elements of `in`, each made an accumulator by `load`.
+template <reduce_op Op, class Acc, class Out, class It, class Load>
+void cub_full_reduce(It in, Load load, const reduce_call& c) {
+  using R = reducer_t<Op, Acc>;
+  const cudaStream_t stream = to_stream(c.stream);
+  std::size_t temp_bytes = 0;
+  ARRAYPORT_CUDA_CHECK(cub::DeviceReduce::TransformReduce(nullptr, temp_bytes, in,
+                                                          static_cast<Acc*>(nullptr), c.len, R{},
+                                                          load, R::identity(), stream));
+  const std::size_t acc_offset = (temp_bytes + 255) / 256 * 256;
+  scratch temp(acc_offset + sizeof(Acc), c.stream);
+  Acc* acc = reinterpret_cast<Acc*>(static_cast<char*>(temp.p) + acc_offset);
+  ARRAYPORT_CUDA_CHECK(cub::DeviceReduce::TransformReduce(temp.p, temp_bytes, in, acc, c.len, R{},
+                                                          load, R::identity(), stream));
+  finish_kernel<Op, Acc, Out><<<1, 1, 0, stream>>>(acc, c.len, reinterpret_cast<Out*>(c.out));
+  runtime::check_launch("arrayport.ops reduction kernel launch");
+}
+
 template <reduce_op Op, type_id T>
 void run(const reduce_call& c) {
   using Acc = acc_t<Op, T>;
   using Out = storage_t<reduce_result_type(Op, T)>;
   using In = storage_t<T>;
-  using R = reducer_t<Op, Acc>;
   const cudaStream_t stream = to_stream(c.stream);
 
   if constexpr (Op != reduce_op::dot) {
     if (c.contiguous && c.in_types[0] == T && c.len > 0) {
       // A full reduction of contiguous data: cub::DeviceReduce is the tool.
-      std::size_t temp_bytes = 0;
-      ARRAYPORT_CUDA_CHECK(cub::DeviceReduce::TransformReduce(
-          nullptr, temp_bytes, reinterpret_cast<const cub_load_t<In>*>(c.in[0]),
-          static_cast<Acc*>(nullptr), c.len, R{}, to_acc<In, Acc>{}, R::identity(), stream));
-      const std::size_t acc_offset = (temp_bytes + 255) / 256 * 256;
-      scratch temp(acc_offset + sizeof(Acc), c.stream);
-      Acc* acc = reinterpret_cast<Acc*>(static_cast<char*>(temp.p) + acc_offset);
-      ARRAYPORT_CUDA_CHECK(cub::DeviceReduce::TransformReduce(
-          temp.p, temp_bytes, reinterpret_cast<const cub_load_t<In>*>(c.in[0]), acc, c.len, R{},
-          to_acc<In, Acc>{}, R::identity(), stream));
-      finish_kernel<Op, Acc, Out><<<1, 1, 0, stream>>>(acc, c.len, reinterpret_cast<Out*>(c.out));
-      runtime::check_launch("arrayport.ops reduction kernel launch");
+      if constexpr (is_arg_reduce(Op))
+        cub_full_reduce<Op, Acc, Out>(
+            thrust::counting_iterator<std::int64_t>(0),
+            indexed_load<Op, In, Acc>{reinterpret_cast<const In*>(c.in[0])}, c);
+      else
+        cub_full_reduce<Op, Acc, Out>(reinterpret_cast<const cub_load_t<In>*>(c.in[0]),
+                                      to_acc<In, Acc>{}, c);
       return;
     }
   }

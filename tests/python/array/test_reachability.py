@@ -205,7 +205,7 @@ def method_calls(v: ap.Array):
         "__invert__": [((), {}, (ops_refused("bitwise_invert"), op_dtype))],
         **{name: [((), {}, (ops_refused(name), op_dtype)), ((0,), {}, (ops_refused(name), op_dtype,
                                                              (ValueError, r"axis")))]
-           for name in ("sum", "mean", "min", "max")},
+           for name in ("sum", "mean", "min", "max", "prod", "any", "all", "argmin", "argmax")},
         "astype": [(("int32",), {}, (ops_refused("astype"), op_dtype))],
         "tolist": [((), {}, (refused("Array.get"), ops_refused("astype"), op_dtype))],
         "item": [((), {}, (refused("Array.get"), ops_refused("astype"), op_dtype,

@@ -55,7 +55,8 @@ def test_bad_inputs():
         ops.sum(3.0)
 
 
-REDUCTIONS = ["sum", "mean", "min", "max"]
+REDUCTIONS = ["sum", "mean", "min", "max", "prod", "any", "all"]
+INDEX_REDUCTIONS = ["argmin", "argmax"]  # one axis or None, as NumPy's
 
 
 def reduction(name, x):
@@ -104,6 +105,20 @@ def test_reduction_parameters_are_checked_and_named(name, kwargs, error, message
     with pytest.raises(error, match=re.escape(f"{name}: {message}")):
         reduction(name, np.ones((2, 3)))(**kwargs)
     np.testing.assert_array_equal(out, 7.0)
+    if not isinstance(kwargs.get("axis"), tuple) and name in ("min", "max"):
+        for index_op in INDEX_REDUCTIONS:  # the same checks, the same words
+            with pytest.raises(error, match=re.escape(f"{index_op}: {message}")):
+                reduction(index_op, np.ones((2, 3)))(**kwargs)
+
+
+@pytest.mark.parametrize("name", INDEX_REDUCTIONS)
+@pytest.mark.parametrize("axis", [(0,), (0, 1), (0, 2**70), (0, "1"), ()])
+def test_index_reductions_take_one_axis(name, axis):
+    with pytest.raises(TypeError, match=re.escape(f"{name}: axis: expected None or an int, got a tuple")):
+        reduction(name, np.ones((2, 3)))(axis=axis)
+    with pytest.raises(ValueError, match=re.escape(f"{name}: attempt to get {name} of an empty sequence")):
+        reduction(name, np.ones((2, 0)))(axis=1)
+    np.testing.assert_array_equal(np.asarray(reduction(name, np.ones((2, 0)))(axis=0)), np.zeros(0))
 
 
 @pytest.mark.parametrize("name", REDUCTIONS + ["dot"])

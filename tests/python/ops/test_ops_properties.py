@@ -15,7 +15,8 @@ floating results are within a relative tolerance of their dtype: element-wise fl
 bfloat16 1e-2, float32/complex64 2e-6, float64/complex128 1e-12. Float sums, means and dots are
 within k * eps * sum(|terms|), k = 2 * (log2(n) + 2): both sides sum pairwise, blocked differently
 (a cancelling sum near zero is still held to that absolute bound); float16 and bfloat16 sums are
-compared with the exact sum, as arrayport accumulates them in float32 (NumPy in float16).
+compared with the exact sum, as arrayport accumulates them in float32 (NumPy in float16). Float
+products are of powers of two, exact in any order; any/all and argmin/argmax are exact.
 Where NumPy raises TypeError, OverflowError or ValueError, arrayport raises the same class; where
 NumPy's result dtype is one arrayport does not have (square of bool: int8), a TypeError.
 """
@@ -62,9 +63,20 @@ containers = st.sampled_from(["numpy", "array"] + (["device"] if HAS_GPU else []
 # ---- operands ------------------------------------------------------------------------------------
 
 
-def values(rng, n, dtype, special=False):
+def values(rng, n, dtype, special=False, zeros=0.0, coarse=False):
     """n values of dtype (bfloat16: float32 values, converted by the caller): small ones, some
-    extreme integers, and (special) NaN, infinities and signed zeros among floats."""
+    extreme integers, and (special) NaN, infinities and signed zeros among floats. zeros: the
+    share made 0; coarse: floats rounded to integers (ties for argmin/argmax)."""
+    x = plain_values(rng, n, dtype, special)
+    if coarse and x.dtype.kind in "fc":
+        x = (np.round(x.real) + 1j * np.round(x.imag)).astype(x.dtype) if x.dtype.kind == "c" \
+            else np.round(x)
+    if zeros:
+        x[rng.random(n) < zeros] = 0
+    return x
+
+
+def plain_values(rng, n, dtype, special):
     if dtype == "bool":
         return rng.integers(0, 2, n).astype(bool)
     if dtype == "uint8":
@@ -443,7 +455,7 @@ def reduction_cases(draw):
     return shape, layout, axis, draw(st.booleans())
 
 
-def make_layout(rng, shape, dtype, layout, special=False):
+def make_layout(rng, shape, dtype, layout, special=False, values=values):
     n = math.prod(shape)
     if layout == "strided" and shape:
         big = values(rng, 2 * n, dtype, special).reshape(shape[:-1] + (2 * shape[-1],))
@@ -598,7 +610,83 @@ def test_dot_is_the_sum_of_the_product(d1, d2, case, other, container, seed):
                               keepdims)
 
 
+TRUTH_AND_INDEX = ["any", "all", "argmin", "argmax"]
+
+
+@MORE
+@given(name=st.sampled_from(TRUTH_AND_INDEX), dtype=dtypes, case=reduction_cases(),
+       container=containers, special=st.booleans(), zeros=st.sampled_from([0.0, 0.5, 0.99]),
+       seed=seeds)
+def test_truth_and_index_reductions_match_numpy(name, dtype, case, container, special, zeros,
+                                                seed):
+    # Exact: any/all give bool, argmin/argmax the int64 index of the first extreme or NaN. Many
+    # zeros decide any/all late; coarse values make ties, where the first index must win.
+    shape, layout, axis, keepdims = case
+    gen = lambda rng, n, d, sp=False: values(rng, n, d, sp, zeros=zeros, coarse=True)  # noqa: E731
+    x = make_layout(np.random.default_rng(seed), shape, dtype, layout, special, values=gen)
+    rx = reference(x, dtype)
+    call = lambda: getattr(ops, name)(as_operand(x, dtype, container), axis=axis,  # noqa: E731
+                                      keepdims=keepdims)
+    if name.startswith("arg") and isinstance(axis, tuple):
+        with pytest.raises(TypeError, match=f"{name}: axis: expected None or an int, got a tuple"):
+            call()
+        return
+    try:
+        want = getattr(np, name)(rx, axis=axis, keepdims=keepdims)
+    except ValueError:  # argmin/argmax of nothing
+        with pytest.raises(ValueError, match=f"attempt to get {name} of an empty sequence"):
+            call()
+        return
+    got = call()
+    assert str(got.dtype) == ("bool" if name in ("any", "all") else "int64"), got.dtype
+    assert_close(got, want, str(got.dtype), exact=True)
+
+
+def unit_values(rng, n, dtype, special, budget):
+    """Values whose product is exact in any order: +-1 (or +-1j), with at most `budget` of them
+    +-2 or +-0.5 (so no partial product leaves float32's exponents), and (special) NaN,
+    infinities and zeros. Integers: values() (their products wrap exactly in any order)."""
+    if dtype in ("bool", "uint8", "int32", "int64"):
+        return values(rng, n, dtype)
+    x = rng.choice([-1.0, 1.0], n)
+    big = rng.choice(n, min(n, budget), replace=False) if n else []
+    x[big] *= rng.choice([2.0, 0.5], len(big))
+    if dtype.startswith("complex"):
+        x = x * rng.choice([1, 1j], n)
+    elif special and n:
+        where = rng.random(n) < 0.02
+        x[where] = rng.choice([np.nan, np.inf, -np.inf, 0.0], int(where.sum()))
+    return x.astype("float32" if dtype == "bfloat16" else dtype)
+
+
+@SETTINGS
+@given(dtype=dtypes, case=reduction_cases(), container=containers, special=st.booleans(),
+       seed=seeds)
+def test_prod_matches_numpy(dtype, case, container, special, seed):
+    # Floats: products of powers of two, exact in any order, against the exact product rounded
+    # once (NumPy rounds float16 products at every step, arrayport accumulates them in float32).
+    shape, layout, axis, keepdims = case
+    rows = max(1, math.prod(shape[:-1]))
+    budget = 100 // rows if layout == "broadcast" else 100  # a broadcast row repeats its factors
+    gen = lambda rng, n, d, sp=False: unit_values(rng, n, d, sp, budget)  # noqa: E731
+    x = make_layout(np.random.default_rng(seed), shape, dtype, layout, special, values=gen)
+    rx = reference(x, dtype)
+    got = ops.prod(as_operand(x, dtype, container), axis=axis, keepdims=keepdims)
+    want_dtype = str(np.prod(np.zeros(1, "float16" if dtype == "bfloat16" else dtype)).dtype)
+    want_dtype = "bfloat16" if dtype == "bfloat16" and want_dtype == "float16" else want_dtype
+    assert str(got.dtype) == want_dtype, (got.dtype, want_dtype)
+    with np.errstate(all="ignore"):
+        if want_dtype in INEXACT:
+            exact = np.prod(rx.astype(np.complex128 if dtype.startswith("complex") else np.float64),
+                            axis=axis, keepdims=keepdims)
+            want = rounded(exact, want_dtype)
+        else:
+            want = np.prod(rx, axis=axis, keepdims=keepdims)
+    assert_close(got, want, want_dtype, exact=True)
+
+
 def test_the_sweep_reaches_every_op():
     # Every public op is swept above (a new op must join the sweep).
-    swept = set(UNARY) | set(BINARY) | set(REDUCTIONS) | {"astype", "where", "axpy", "dot", "clip"}
+    swept = set(UNARY) | set(BINARY) | set(REDUCTIONS) | set(TRUTH_AND_INDEX) | {
+        "astype", "where", "axpy", "dot", "clip", "prod"}
     assert swept == set(ops.__all__)

@@ -108,7 +108,7 @@ def rows(array: Callable[[], ap.Array] = host, gpu: bool = False) -> list[Row]:
         Row("Array.astype", lambda **k: array().astype(**k), {"dtype": "dtype"}, gpu=gpu),
         *(Row(f"Array.{name}", lambda name=name, **k: getattr(array(), name)(**k),
               {"axis": "axes", "keepdims": "bool", "out": "out"}, gpu=gpu)
-          for name in ("sum", "mean", "min", "max")),
+          for name in ("sum", "mean", "min", "max", "prod", "any", "all", "argmin", "argmax")),
     ]
 
 
