@@ -103,8 +103,7 @@ def sweep_cpu(quick):
             for e in TABLE:
                 o = sweep_operands(n, dtype, e.kind)
                 with np.errstate(all="ignore"):
-                    t_mine, t_peer = best_of_pair(lambda: e.mine(ops, o), lambda: e.xp(np, o), rep,
-                                                  rounds=5)
+                    t_mine, t_peer = best_of_pair(e.mine(ops, o), e.xp(np, o), rep, rounds=5)
                 out.append({"device": "cpu", "op": e.name, "n": n, "sweep": True,
                             "dtype": str(o["a"].dtype), "arrayport_s": t_mine, "numpy_s": t_peer,
                             "ratio_numpy": t_peer / t_mine})
@@ -132,10 +131,10 @@ def sweep_gpu(quick, peers, gpu_time, ap_sync):
                 theirs["torch"] = (o, torch.cuda.synchronize)
             for e in (e for e in TABLE if e.kind == kind):
                 r = {"device": "gpu", "op": e.name, "n": n, "dtype": str(host["a"].dtype),
-                     "sweep": True, "arrayport_s": gpu_time(lambda: e.mine(ops, mine), rep, ap_sync)}
+                     "sweep": True, "arrayport_s": gpu_time(e.mine(ops, mine), rep, ap_sync)}
                 for pname, (o, sync) in theirs.items():
                     mod = peers[pname]
-                    fn = (lambda: e.xp(mod, o)) if pname == "cupy" else (lambda: e.torch(mod, o))
+                    fn = e.xp(mod, o) if pname == "cupy" else e.torch(mod, o)
                     r[f"{pname}_s"] = gpu_time(fn, rep, sync)
                     r[f"ratio_{pname}"] = r[f"{pname}_s"] / r["arrayport_s"]
                 out.append(r)

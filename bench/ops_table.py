@@ -1,21 +1,23 @@
 """Every public op of arrayport.ops with its NumPy/CuPy and PyTorch spelling, for bench_ops.py.
 
-Each entry calls the op on prepared operands: `a` and `b` (floats in [0.5, 1.5), or integers for
-the bitwise ops), `c` (bool, for where). `xp` is numpy or cupy (one API); `t` holds torch tensors.
+Each entry binds the op to prepared operands and returns the call (so that the timed loop pays no
+lookups): `a` and `b` (floats in [0.5, 1.5), or integers for the bitwise ops), `c` (bool, for
+where), `other` (the dtype astype converts to). `xp` is numpy or cupy (one API).
 tests/python/ops/test_bench_table.py keeps the table to ops.__all__ and to NumPy's results.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Callable, NamedTuple
 
 
 class Entry(NamedTuple):
     name: str
     kind: str  # "float": a, b floats; "int": a, b integers (the bitwise ops)
-    mine: Callable[[Any, Any], Any]  # (ops, operands) -> result
-    xp: Callable[[Any, Any], Any]  # (numpy or cupy, operands) -> result
-    torch: Callable[[Any, Any], Any]  # (torch, operands) -> result
+    mine: Callable[[Any, Any], Callable[[], Any]]  # (ops, operands) -> the call
+    xp: Callable[[Any, Any], Callable[[], Any]]  # (numpy or cupy, operands) -> the call
+    torch: Callable[[Any, Any], Callable[[], Any]]  # (torch, operands) -> the call
 
 
 def _same(name: str, arity: int, torch_name: str | None = None, kind: str = "float") -> Entry:
@@ -23,9 +25,9 @@ def _same(name: str, arity: int, torch_name: str | None = None, kind: str = "flo
     args = ("a", "b")[:arity]
     tn = torch_name or name
     return Entry(name, kind,
-                 lambda ops, o: getattr(ops, name)(*(o[k] for k in args)),
-                 lambda xp, o: getattr(xp, name)(*(o[k] for k in args)),
-                 lambda torch, o: getattr(torch, tn)(*(o[k] for k in args)))
+                 lambda ops, o: partial(getattr(ops, name), *(o[k] for k in args)),
+                 lambda xp, o: partial(getattr(xp, name), *(o[k] for k in args)),
+                 lambda torch, o: partial(getattr(torch, tn), *(o[k] for k in args)))
 
 
 def _reduction(name: str, torch_name: str | None = None) -> Entry:
@@ -44,23 +46,25 @@ TABLE: list[Entry] = [
     _same("negative", 1, "neg"), _same("square", 1), _same("sqrt", 1), _same("abs", 1),
     _same("logical_not", 1), _same("isnan", 1), _same("isinf", 1), _same("isfinite", 1),
     _same("exp", 1), _same("log", 1), _same("sin", 1), _same("cos", 1), _same("tanh", 1),
-    Entry("copy", "float", lambda ops, o: ops.copy(o["a"]), lambda xp, o: xp.copy(o["a"]),
-          lambda torch, o: o["a"].clone()),
-    Entry("astype", "float", lambda ops, o: ops.astype(o["a"], o["other"]),
-          lambda xp, o: o["a"].astype(o["other"]), lambda torch, o: o["a"].to(o["other"])),
+    Entry("copy", "float", lambda ops, o: partial(ops.copy, o["a"]),
+          lambda xp, o: partial(xp.copy, o["a"]), lambda torch, o: o["a"].clone),
+    Entry("astype", "float", lambda ops, o: partial(ops.astype, o["a"], o["other"]),
+          lambda xp, o: partial(o["a"].astype, o["other"]),
+          lambda torch, o: partial(o["a"].to, o["other"])),
     # NumPy and CuPy have no fused a * x + y: two passes there, one in PyTorch (alpha=).
-    Entry("axpy", "float", lambda ops, o: ops.axpy(2.0, o["a"], o["b"]),
-          lambda xp, o: 2.0 * o["a"] + o["b"],
-          lambda torch, o: torch.add(o["b"], o["a"], alpha=2.0)),
-    Entry("clip", "float", lambda ops, o: ops.clip(o["a"], 0.75, 1.25),
-          lambda xp, o: xp.clip(o["a"], 0.75, 1.25),
-          lambda torch, o: torch.clamp(o["a"], 0.75, 1.25)),
-    Entry("where", "float", lambda ops, o: ops.where(o["c"], o["a"], o["b"]),
-          lambda xp, o: xp.where(o["c"], o["a"], o["b"]),
-          lambda torch, o: torch.where(o["c"], o["a"], o["b"])),
+    Entry("axpy", "float", lambda ops, o: partial(ops.axpy, 2.0, o["a"], o["b"]),
+          lambda xp, o: lambda a=o["a"], b=o["b"]: 2.0 * a + b,
+          lambda torch, o: partial(torch.add, o["b"], o["a"], alpha=2.0)),
+    Entry("clip", "float", lambda ops, o: partial(ops.clip, o["a"], 0.75, 1.25),
+          lambda xp, o: partial(xp.clip, o["a"], 0.75, 1.25),
+          lambda torch, o: partial(torch.clamp, o["a"], 0.75, 1.25)),
+    Entry("where", "float", lambda ops, o: partial(ops.where, o["c"], o["a"], o["b"]),
+          lambda xp, o: partial(xp.where, o["c"], o["a"], o["b"]),
+          lambda torch, o: partial(torch.where, o["c"], o["a"], o["b"])),
     _reduction("sum"), _reduction("mean"), _reduction("min", "amin"), _reduction("max", "amax"),
     _reduction("prod"), _reduction("any"), _reduction("all"), _reduction("argmin"),
     _reduction("argmax"),
-    Entry("dot", "float", lambda ops, o: ops.dot(o["a"], o["b"]),
-          lambda xp, o: xp.dot(o["a"], o["b"]), lambda torch, o: torch.dot(o["a"], o["b"])),
+    Entry("dot", "float", lambda ops, o: partial(ops.dot, o["a"], o["b"]),
+          lambda xp, o: partial(xp.dot, o["a"], o["b"]),
+          lambda torch, o: partial(torch.dot, o["a"], o["b"])),
 ]

@@ -122,9 +122,13 @@ def _integer_dtype(x: Any) -> Optional[str]:
     if isinstance(x, (float, complex)) or x is None:
         return None
     try:
-        name = str((x if isinstance(x, Array) else view(x)).dtype)
+        dt = (x if isinstance(x, Array) else view(x)).dtype
     except (TypeError, ValueError, BufferError):  # no array: the op itself says so, naming it
         return None
+    # A NumPy dtype's kind first: its str() costs microseconds, which every float power paid.
+    if getattr(dt, "kind", "b") not in "biu":
+        return None
+    name = str(dt)
     return name if name in _INTEGERS else None
 
 

@@ -8,6 +8,8 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace arrayport::ext {
 
@@ -64,12 +66,18 @@ PyObject* get_f_contiguous(PyObject* self, void*) {
 PyObject* get_dtype(PyObject* self, void*) {
   dtype dt = dtype::from_c(as_array(self)->view.dtype);
   if (dt != dtypes::bfloat16) {
-    // A NumPy dtype where NumPy is installed; its name otherwise.
+    // A NumPy dtype where NumPy is installed; its name otherwise. NumPy's dtypes of native byte
+    // order are its singletons: each is made once (under the GIL) and kept, not made per call
+    // (a microsecond each).
+    static std::vector<std::pair<dtype, PyObject*>> made;
+    for (const auto& [d, obj] : made)
+      if (d == dt) return Py_NewRef(obj);
     PyObject* numpy = PyImport_ImportModule("numpy");
     if (numpy) {
       std::string typestr = to_typestr(dt);
       PyObject* result = PyObject_CallMethod(numpy, "dtype", "s", typestr.c_str());
       Py_DECREF(numpy);
+      if (result) made.emplace_back(dt, Py_NewRef(result));
       return result;
     }
     PyErr_Clear();

@@ -242,10 +242,48 @@ void collapse(int& ndim, std::int64_t* shape, std::int64_t (*strides)[K]) {
   ndim = w;
 }
 
+// The storage bytes of 1 in each dtype, indexed by type_id.
+template <std::size_t... T>
+constexpr std::array<void (*)(unsigned char*), sizeof...(T)> one_writers(
+    std::index_sequence<T...>) {
+  return {{[](unsigned char* out) {
+    const auto one = convert<storage_t<type_id(T)>>(std::int32_t{1});
+    std::memcpy(out, &one, sizeof one);
+  }...}};
+}
+constexpr auto write_one = one_writers(std::make_index_sequence<elementwise_type_count>{});
+
+// The logical ops compute in bool, each operand converted by its load. When the array operands
+// share one dtype they are loaded in it instead (the flat, vectorised path), the functor testing
+// each value against zero, and a scalar becomes 0 or 1 of that dtype.
+void load_truths_in_their_dtype(ew_call& call, span<const ops_arg> inputs) {
+  if (call.op < op_id::logical_and || call.op > op_id::logical_not) return;
+  type_id shared = invalid_type;
+  for (int i = 0; i < call.n_inputs; ++i) {
+    const ops_arg& a = inputs[std::size_t(i)];
+    if (a.kind != weak_kind::none) continue;
+    const type_id t = to_type_id(a.view.dtype());
+    if (shared != invalid_type && t != shared) return;
+    shared = t;
+  }
+  if (shared == invalid_type || shared == type_id::bool_ ||
+      static_cast<int>(shared) >= elementwise_type_count)
+    return;
+  for (int i = 0; i < call.n_inputs; ++i) {
+    if (inputs[std::size_t(i)].kind == weak_kind::none) continue;
+    unsigned char* scalar = call.in[i].scalar;
+    const bool truth = scalar[0] != 0;
+    std::memset(scalar, 0, sizeof call.in[i].scalar);
+    if (truth) write_one[std::size_t(shared)](scalar);
+  }
+  call.compute = shared;
+}
+
 }  // namespace
 
 void build_layout(ew_call& call, const strided_view& out, const std::int64_t* shape, int nd,
                   span<const ops_arg> inputs) {
+  load_truths_in_their_dtype(call, inputs);
   auto& L = call.layout;
   L.ndim = nd;
   call.size = 1;

@@ -35,7 +35,7 @@ enum class op_id : std::uint8_t {
   logical_and,
   logical_or,
   logical_xor,
-  logical_not,  // computed in bool: the loads convert (x != 0)
+  logical_not,  // in bool (the loads convert, x != 0) or the dtype the array operands share
   bitwise_and,
   bitwise_or,
   bitwise_xor,
@@ -230,20 +230,19 @@ struct multiply_fn {
   }
 };
 // NaN propagates (NumPy's maximum/minimum, not fmax/fmin).
+// Selects rather than branches, so that the CPU loops vectorise.
 struct maximum_fn {
   template <class C>
   ARRAYPORT_HOST_DEVICE C operator()(C a, C b) const {
-    if (detail::is_nan(a)) return a;
-    if (detail::is_nan(b)) return b;
-    return detail::greater(b, a) ? b : a;
+    const C m = detail::greater(b, a) ? b : a;
+    return detail::is_nan(a) ? a : detail::is_nan(b) ? b : m;
   }
 };
 struct minimum_fn {
   template <class C>
   ARRAYPORT_HOST_DEVICE C operator()(C a, C b) const {
-    if (detail::is_nan(a)) return a;
-    if (detail::is_nan(b)) return b;
-    return detail::greater(a, b) ? b : a;
+    const C m = detail::greater(a, b) ? b : a;
+    return detail::is_nan(a) ? a : detail::is_nan(b) ? b : m;
   }
 };
 struct negative_fn {
@@ -347,21 +346,36 @@ struct less_fn {
 struct less_equal_fn {
   template <class C>
   ARRAYPORT_HOST_DEVICE bool operator()(C a, C b) const {
-    if (detail::is_nan(a) || detail::is_nan(b)) return false;
-    return !detail::greater(a, b);
+    if constexpr (is_complex_v<C>)
+      return !detail::is_nan(a) && !detail::is_nan(b) && !detail::greater(a, b);
+    else
+      return a <= b;  // false with a NaN, as IEEE compares
   }
 };
+// In bool, or in the operands' own dtype (their truth: nonzero, NaN included).
 struct logical_and_fn {
-  ARRAYPORT_HOST_DEVICE bool operator()(bool a, bool b) const { return a && b; }
+  template <class C>
+  ARRAYPORT_HOST_DEVICE bool operator()(C a, C b) const {
+    return convert<bool>(a) && convert<bool>(b);
+  }
 };
 struct logical_or_fn {
-  ARRAYPORT_HOST_DEVICE bool operator()(bool a, bool b) const { return a || b; }
+  template <class C>
+  ARRAYPORT_HOST_DEVICE bool operator()(C a, C b) const {
+    return convert<bool>(a) || convert<bool>(b);
+  }
 };
 struct logical_xor_fn {
-  ARRAYPORT_HOST_DEVICE bool operator()(bool a, bool b) const { return a != b; }
+  template <class C>
+  ARRAYPORT_HOST_DEVICE bool operator()(C a, C b) const {
+    return convert<bool>(a) != convert<bool>(b);
+  }
 };
 struct logical_not_fn {
-  ARRAYPORT_HOST_DEVICE bool operator()(bool a) const { return !a; }
+  template <class C>
+  ARRAYPORT_HOST_DEVICE bool operator()(C a) const {
+    return !convert<bool>(a);
+  }
 };
 struct bitwise_and_fn {
   template <class C>
@@ -519,8 +533,8 @@ struct divide_fn {
   C zero_value;
   bool has_zero_value;
   ARRAYPORT_HOST_DEVICE C operator()(C a, C b) const {
-    if (has_zero_value && b == C{}) return zero_value;
-    return a / b;
+    const C q = a / b;  // floats only: a zero divisor gives inf or NaN, then replaced
+    return has_zero_value && b == C{} ? zero_value : q;
   }
 };
 
@@ -540,7 +554,7 @@ constexpr bool supports(op_id op, type_id t) noexcept {
     case op_id::logical_and:
     case op_id::logical_or:
     case op_id::logical_xor:
-    case op_id::logical_not: return b;  // every dtype converts to bool in its load
+    case op_id::logical_not: return true;  // bool, or the dtype all array operands share
     case op_id::bitwise_and:
     case op_id::bitwise_or:
     case op_id::bitwise_xor:

@@ -128,6 +128,52 @@ bool typed(const ew_call& c, std::index_sequence<I...>) {
   return ((!c.in[I].data || c.in[I].type == type_id_of<arg_storage_t<Op, int(I), S>>)&&...);
 }
 
+template <class T>
+struct type_tag {
+  using type = T;
+};
+
+// load_converting<A> for a source dtype known at compile time (a loop the compiler vectorises).
+template <class A, class In>
+compute_t<A> load_from(const In* p) {
+  if constexpr (std::is_same_v<In, bool>)
+    return convert<compute_t<A>>(convert<A>(*reinterpret_cast<const std::uint8_t*>(p) != 0));
+  else
+    return convert<compute_t<A>>(convert<A>(*p));
+}
+
+// astype over contiguous memory: one loop per source dtype, chosen once (the strided path would
+// ask each element which conversion applies). False where the layout is not one such run.
+template <class S>
+bool convert_contiguous(const ew_call& c) {
+  const auto& L = c.layout;
+  if (L.ndim != 1 || !c.in[0].data || L.strides[0][0] != std::int64_t(sizeof(S)) ||
+      L.strides[1][0] != std::int64_t(to_dtype(c.in[0].type).itemsize()))
+    return false;
+  S* out = reinterpret_cast<S*>(c.out);
+  const auto loop = [&](auto tag) {
+    using In = typename decltype(tag)::type;
+    const In* p = reinterpret_cast<const In*>(c.in[0].data);
+    parallel_for(c.size, parallel_grain, [&](std::int64_t b, std::int64_t e) {
+      for (std::int64_t i = b; i < e; ++i) out[i] = convert<S>(load_from<S>(p + i));
+    });
+    return true;
+  };
+  switch (c.in[0].type) {
+    case type_id::bool_: return loop(type_tag<bool>{});
+    case type_id::uint8: return loop(type_tag<std::uint8_t>{});
+    case type_id::int32: return loop(type_tag<std::int32_t>{});
+    case type_id::int64: return loop(type_tag<std::int64_t>{});
+    case type_id::float16: return loop(type_tag<float16_t>{});
+    case type_id::bfloat16: return loop(type_tag<bfloat16_t>{});
+    case type_id::float32: return loop(type_tag<float>{});
+    case type_id::float64: return loop(type_tag<double>{});
+    case type_id::complex64: return loop(type_tag<complex<float>>{});
+    case type_id::complex128: return loop(type_tag<complex<double>>{});
+    default: return false;
+  }
+}
+
 template <op_id Op, type_id T>
 void run(const ew_call& c) {
   using S = storage_t<T>;
@@ -142,6 +188,8 @@ void run(const ew_call& c) {
       strided_chunk<Op, S, true>(c, f, b, e, std::make_index_sequence<arity(Op)>{});
     });
   } else {
+    if constexpr (Op == op_id::copy)
+      if (convert_contiguous<S>(c)) return;
     parallel_for(c.size, parallel_grain, [&](std::int64_t b, std::int64_t e) {
       strided_chunk<Op, S, false>(c, f, b, e, std::make_index_sequence<arity(Op)>{});
     });

@@ -31,7 +31,7 @@ struct gpu_args {
   int ndim;
   std::int64_t shape[max_gpu_dims];
   std::int64_t strides[N + 1][max_gpu_dims];  // bytes; [0] the output
-  bool aligned;  // flat path: every array 16-byte aligned and of the op's storage type
+  bool aligned;  // flat path: every array 16-byte aligned and of its argument's storage type
 };
 
 template <class A, int V>
@@ -50,6 +50,25 @@ __device__ inline compute_t<A> scalar_of(const gpu_operand& o) {
   return load_direct(&v);
 }
 
+// Operand I's k-th vector of V elements (a scalar repeated), of its argument's storage type.
+template <op_id Op, int I, class S, int V, int N>
+__device__ inline vec<arg_storage_t<Op, I, S>, V> vec_get(const gpu_args<N>& a, std::int64_t k) {
+  using A = arg_storage_t<Op, I, S>;
+  const gpu_operand& o = a.in[I];
+  if (o.data) return reinterpret_cast<const vec<A, V>*>(o.data)[k];
+  vec<A, V> r;
+  for (int j = 0; j < V; ++j) memcpy(&r.v[j], o.scalar, sizeof(A));
+  return r;
+}
+
+template <class O, int V, class F, class... Vs>
+__device__ inline void store_vec(const F& f, O* out, std::int64_t k, const Vs&... in) {
+  vec<O, V> r;
+#pragma unroll
+  for (int j = 0; j < V; ++j) r.v[j] = convert<O>(f(load_direct(&in.v[j])...));
+  reinterpret_cast<vec<O, V>*>(out)[k] = r;
+}
+
 template <op_id Op, int I, class S, int N>
 __device__ inline compute_t<arg_storage_t<Op, I, S>> flat_get(const gpu_args<N>& a,
                                                               std::int64_t i) {
@@ -62,31 +81,16 @@ __device__ inline compute_t<arg_storage_t<Op, I, S>> flat_get(const gpu_args<N>&
 template <op_id Op, class S, class F, std::size_t... I>
 __global__ void flat_kernel(F f, gpu_args<sizeof...(I)> a, std::index_sequence<I...>) {
   using O = result_storage_t<Op, S>;
-  constexpr int N = sizeof...(I);
   constexpr int V = vec_width<S>;
   O* out = reinterpret_cast<O*>(a.out);
   const std::int64_t tid = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
   std::int64_t tail = 0;
-  if constexpr (Op != op_id::where) {  // all arguments of type S: one vector per operand
-    if (a.aligned) {
-      vec<S, V> scalars[N];
-      for (int k = 0; k < N; ++k)
-        if (!a.in[k].data)
-          for (int j = 0; j < V; ++j) memcpy(&scalars[k].v[j], a.in[k].scalar, sizeof(S));
-      const std::int64_t nvec = a.size / V;
-      for (std::int64_t k = tid; k < nvec; k += stride) {
-        vec<S, V> vals[N];
-#pragma unroll
-        for (int m = 0; m < N; ++m)
-          vals[m] = a.in[m].data ? reinterpret_cast<const vec<S, V>*>(a.in[m].data)[k] : scalars[m];
-        vec<O, V> r;
-#pragma unroll
-        for (int j = 0; j < V; ++j) r.v[j] = convert<O>(f(load_direct(&vals[I].v[j])...));
-        reinterpret_cast<vec<O, V>*>(out)[k] = r;
-      }
-      tail = nvec * V;
-    }
+  if (a.aligned) {  // V elements of S a step (where's condition: V bools)
+    const std::int64_t nvec = a.size / V;
+    for (std::int64_t k = tid; k < nvec; k += stride)
+      store_vec<O, V>(f, out, k, vec_get<Op, int(I), S, V>(a, k)...);
+    tail = nvec * V;
   }
   for (std::int64_t i = tail + tid; i < a.size; i += stride)
     out[i] = convert<O>(f(flat_get<Op, int(I), S>(a, i)...));
@@ -109,12 +113,17 @@ __global__ void strided_kernel(F f, gpu_args<sizeof...(I)> a, std::index_sequenc
   for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < a.size;
        i += stride) {
     std::int64_t off[N + 1] = {};
-    std::int64_t rest = i;
-    for (int d = a.ndim - 1; d >= 0; --d) {
-      const std::int64_t x = rest % a.shape[d];
-      rest /= a.shape[d];
+    if (a.ndim == 1) {  // no 64-bit division (tens of instructions) for the common 1-d walk
 #pragma unroll
-      for (int k = 0; k <= N; ++k) off[k] += x * a.strides[k][d];
+      for (int k = 0; k <= N; ++k) off[k] = i * a.strides[k][0];
+    } else {
+      std::int64_t rest = i;
+      for (int d = a.ndim - 1; d >= 0; --d) {
+        const std::int64_t x = rest % a.shape[d];
+        rest /= a.shape[d];
+#pragma unroll
+        for (int k = 0; k <= N; ++k) off[k] += x * a.strides[k][d];
+      }
     }
     *reinterpret_cast<O*>(a.out + off[0]) = convert<O>(f(strided_get<Op, int(I), S>(a, off)...));
   }
@@ -139,7 +148,7 @@ void run(const ew_call& c) {
   a.aligned = aligned;
   const cudaStream_t stream = to_stream(c.stream);
   if (c.flat) {
-    constexpr int V = Op == op_id::where ? 1 : vec_width<S>;
+    constexpr int V = vec_width<S>;
     flat_kernel<Op, S><<<grid_for((c.size + V - 1) / V), block_threads, 0, stream>>>(
         f, a, std::make_index_sequence<N>{});
   } else {

@@ -124,6 +124,32 @@ struct indexed_load {
   }
 };
 
+// dot over contiguous inputs of the result dtype: element i as the product x[i] * y[i].
+template <class In, class Acc>
+struct product_load {
+  const In* x;
+  const In* y;
+  __device__ Acc operator()(std::int64_t i) const {
+    return convert<Acc>(multiply_fn{}(load_direct(x + i), load_direct(y + i)));
+  }
+};
+
+// A full reduction of few contiguous elements in one block: one launch, no scratch memory.
+inline constexpr std::int64_t single_block_max = std::int64_t(1) << 14;
+
+template <reduce_op Op, class In, class Acc, class Out>
+__global__ void single_block_kernel(const In* p, std::int64_t len, Out* out) {
+  using R = reducer_t<Op, Acc>;
+  using block_reduce = cub::BlockReduce<Acc, block_threads>;
+  __shared__ typename block_reduce::TempStorage temp;
+  const R r{};
+  Acc acc = R::identity();
+  for (std::int64_t i = threadIdx.x; i < len; i += blockDim.x)
+    acc = r(acc, to_acc_value<Op, Acc>(load_direct(p + i), i));
+  acc = block_reduce(temp).Reduce(acc, r);
+  if (threadIdx.x == 0) *out = finish<Op, Out>(acc, len);
+}
+
 // Scratch memory on the stream, released in stream order.
 struct scratch {
   void* p = nullptr;
@@ -145,6 +171,14 @@ void cub_full_reduce(It in, Load load, const reduce_call& c) {
   ARRAYPORT_CUDA_CHECK(cub::DeviceReduce::TransformReduce(nullptr, temp_bytes, in,
                                                           static_cast<Acc*>(nullptr), c.len, R{},
                                                           load, R::identity(), stream));
+  if constexpr (std::is_same_v<Acc, Out> && Op != reduce_op::mean) {
+    // The accumulator is the result: cub writes it, no second kernel.
+    scratch temp(temp_bytes, c.stream);
+    ARRAYPORT_CUDA_CHECK(cub::DeviceReduce::TransformReduce(temp.p, temp_bytes, in,
+                                                            reinterpret_cast<Out*>(c.out), c.len,
+                                                            R{}, load, R::identity(), stream));
+    return;
+  }
   const std::size_t acc_offset = (temp_bytes + 255) / 256 * 256;
   scratch temp(acc_offset + sizeof(Acc), c.stream);
   Acc* acc = reinterpret_cast<Acc*>(static_cast<char*>(temp.p) + acc_offset);
@@ -161,7 +195,23 @@ void run(const reduce_call& c) {
   using In = storage_t<T>;
   const cudaStream_t stream = to_stream(c.stream);
 
-  if constexpr (Op != reduce_op::dot) {
+  if constexpr (Op == reduce_op::dot) {
+    constexpr auto item = std::int64_t(sizeof(In));
+    if (c.n_out == 1 && c.red_ndim == 1 && c.in_types[0] == T && c.in_types[1] == T &&
+        c.red_strides[0][0] == item && c.red_strides[1][0] == item) {
+      cub_full_reduce<Op, Acc, Out>(thrust::counting_iterator<std::int64_t>(0),
+                                    product_load<In, Acc>{reinterpret_cast<const In*>(c.in[0]),
+                                                          reinterpret_cast<const In*>(c.in[1])},
+                                    c);
+      return;
+    }
+  } else {
+    if (c.contiguous && c.in_types[0] == T && c.len > 0 && c.len <= single_block_max) {
+      single_block_kernel<Op, In, Acc, Out><<<1, block_threads, 0, stream>>>(
+          reinterpret_cast<const In*>(c.in[0]), c.len, reinterpret_cast<Out*>(c.out));
+      runtime::check_launch("arrayport.ops reduction kernel launch");
+      return;
+    }
     if (c.contiguous && c.in_types[0] == T && c.len > 0) {
       // A full reduction of contiguous data: cub::DeviceReduce is the tool.
       if constexpr (is_arg_reduce(Op))
