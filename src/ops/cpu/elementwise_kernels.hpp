@@ -133,15 +133,6 @@ struct type_tag {
   using type = T;
 };
 
-// load_converting<A> for a source dtype known at compile time (a loop the compiler vectorises).
-template <class A, class In>
-compute_t<A> load_from(const In* p) {
-  if constexpr (std::is_same_v<In, bool>)
-    return convert<compute_t<A>>(convert<A>(*reinterpret_cast<const std::uint8_t*>(p) != 0));
-  else
-    return convert<compute_t<A>>(convert<A>(*p));
-}
-
 // astype over contiguous memory: one loop per source dtype, chosen once (the strided path would
 // ask each element which conversion applies). False where the layout is not one such run.
 template <class S>
@@ -155,7 +146,8 @@ bool convert_contiguous(const ew_call& c) {
     using In = typename decltype(tag)::type;
     const In* p = reinterpret_cast<const In*>(c.in[0].data);
     parallel_for(c.size, parallel_grain, [&](std::int64_t b, std::int64_t e) {
-      for (std::int64_t i = b; i < e; ++i) out[i] = convert<S>(load_from<S>(p + i));
+      // One rounding: what the strided path's load into S and store as S give.
+      for (std::int64_t i = b; i < e; ++i) out[i] = convert<S>(load_direct(p + i));
     });
     return true;
   };
