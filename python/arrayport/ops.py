@@ -24,12 +24,14 @@ Comparisons (``equal, not_equal, less, less_equal, greater, greater_equal``) com
 promoted dtype and give bool (complex numbers order lexicographically, as NumPy's; NaN compares
 false). ``logical_and/or/xor/not`` take any dtype as truth values. ``bitwise_and/or/xor/invert``
 take bool and integers. ``isnan, isinf, isfinite`` give bool. ``exp, log, sin, cos, tanh`` take
-real dtypes (integers give floats, as ``sqrt``); their results may differ from NumPy's in the last
-bit (NumPy's own vector code and the CUDA math library each round their own way). ``clip(x, min,
+floats and complex (integers give floats, as ``sqrt``); real results may differ from NumPy's in the
+last bit (NumPy's own vector code and the CUDA math library each round their own way); complex ones
+on the CPU are the C library's, as NumPy's, and on the GPU libcu++'s. ``clip(x, min,
 max)`` is ``minimum(maximum(x, min), max)`` with NaN propagating; a bound of None is none.
 ``floor_divide`` and ``remainder`` are Python's floored division and modulo (NumPy's: an integer
-zero divisor gives 0); ``power`` takes real dtypes and refuses integers to negative integer powers
-(ValueError, as NumPy), checking an integer exponent array's minimum first.
+zero divisor gives 0); ``power`` refuses integers to negative integer powers (ValueError, as NumPy),
+checking an integer exponent array's minimum first; complex powers follow NumPy's (repeated
+multiplication for integer exponents below 100, else ``exp(x2 * log(x1))``).
 
 Reductions (``sum, mean, min, max, prod, any, all``) take ``axis`` (None: all, an int or a tuple),
 ``keepdims`` and ``out=`` (the result's shape and dtype exactly). ``prod`` widens integers as
@@ -133,7 +135,7 @@ def _integer_dtype(x: Any) -> Optional[str]:
 
 
 def power(x1: Any, x2: Any, *, out: Any = None, device: Any = None) -> Array:
-    """x1 ** x2, element-wise (real dtypes). Integers to negative integer powers are refused with
+    """x1 ** x2, element-wise. Integers to negative integer powers are refused with
     ValueError, as NumPy refuses them: an integer exponent array is checked first (its minimum;
     on the GPU a reduction, waited for)."""
     d1, d2 = _integer_dtype(x1), _integer_dtype(x2)

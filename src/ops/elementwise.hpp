@@ -51,6 +51,15 @@ struct ew_call {
   stream_handle stream;  ///< CUDA: the stream to enqueue on
 };
 
+/// Whether a copy (astype) call is one dense run from an array of another dtype: the input and
+/// the output (items of `out_itemsize` bytes) each contiguous over the call's elements. Both
+/// backends then loop once per source dtype instead of asking each element which load applies.
+inline bool is_contiguous_conversion(const ew_call& c, std::size_t out_itemsize) noexcept {
+  const auto& L = c.layout;
+  return L.ndim == 1 && c.in[0].data && L.strides[0][0] == std::int64_t(out_itemsize) &&
+         L.strides[1][0] == std::int64_t(to_dtype(c.in[0].type).itemsize());
+}
+
 /// A kernel entry: runs one call (the CPU one returns when done; the CUDA one once enqueued).
 using ew_fn = void (*)(const ew_call&);
 

@@ -6,10 +6,15 @@
 
 #include <math.h>  // sqrtf/hypotf/fabsf: callable from host and device code alike
 
+#include <complex>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 #include <type_traits>
+
+#if defined(__CUDACC__)
+#include <cuda/std/complex>
+#endif
 
 namespace arrayport::ops {
 
@@ -47,11 +52,11 @@ enum class op_id : std::uint8_t {
   log,
   sin,
   cos,
-  tanh,  // real floating point
+  tanh,  // floating point and complex
   clip,  // ternary: minimum(maximum(x, lo), hi)
   floor_divide,
   remainder,
-  power,  // real dtypes (negative integer exponents are refused before the kernel)
+  power,  // negative integer exponents of integers are refused before the kernel
   count
 };
 inline constexpr int op_count = static_cast<int>(op_id::count);
@@ -185,6 +190,187 @@ ARRAYPORT_HOST_DEVICE inline bool isnan_(R x) {
 template <class R>
 ARRAYPORT_HOST_DEVICE inline bool isinf_(R x) {
   return fabs_(x) > std::numeric_limits<R>::max();
+}
+
+// Complex exp, log, sin, cos and tanh: on the host the C library's (cexp, ...: NumPy's own
+// loops call them, so the results agree bit for bit). On the device libcu++'s, except where it
+// overflows an intermediate that glibc scales (exp(800 + 1e-40i) is finite), and tanh, whose
+// libcu++ formula loses 5e-5 relative in complex64: those follow glibc's algorithms.
+#if defined(__CUDA_ARCH__)
+template <class T>
+__device__ void sincos_(T v, T& s, T& c) {
+  if constexpr (std::is_same_v<T, float>)
+    sincosf(v, &s, &c);
+  else
+    sincos(v, &s, &c);
+}
+
+// (e^r c, e^r s) for r > 0 past e^r's overflow while the products fit: glibc's steps of e^t.
+template <class T>
+__device__ complex<T> exp_times_(T r, T c, T s) {
+  const T t = std::is_same_v<T, float> ? T(88) : T(709);  // (max exponent - 1) ln 2
+  const T exp_t = exp_(t);
+  for (int i = 0; i < 2 && r > t; ++i) r -= t, c *= exp_t, s *= exp_t;
+  if (r > t) return {std::numeric_limits<T>::max() * c, std::numeric_limits<T>::max() * s};
+  const T e = exp_(r);
+  return {e * c, e * s};
+}
+
+// (cosh(a) c, sinh(a) s), scaled as glibc's ccosh and csin are for |a| beyond cosh's overflow.
+template <class T>
+__device__ complex<T> cosh_sinh_times_(T a, T c, T s) {
+  const T t = std::is_same_v<T, float> ? T(88) : T(709);
+  if (fabs_(a) <= t) {
+    if constexpr (std::is_same_v<T, float>)
+      return {coshf(a) * c, sinhf(a) * s};
+    else
+      return {cosh(a) * c, sinh(a) * s};
+  }
+  const T half_exp_t = exp_(t) / T(2);
+  return exp_times_(fabs_(a) - t, c * half_exp_t, (a < T(0) ? -s : s) * half_exp_t);
+}
+#endif
+
+#if defined(__CUDA_ARCH__)
+#define ARRAYPORT_COMPLEX_FN(name, ...)                                \
+  template <class T>                                                   \
+  ARRAYPORT_HOST_DEVICE complex<T> c##name##_(complex<T> a) {          \
+    if (a.re - a.re == T(0) && a.im - a.im == T(0)) {                  \
+      __VA_ARGS__                                                      \
+    }                                                                  \
+    const auto r = cuda::std::name(cuda::std::complex<T>(a.re, a.im)); \
+    return {r.real(), r.imag()};                                       \
+  }
+#else
+#define ARRAYPORT_COMPLEX_FN(name, ...)                       \
+  template <class T>                                          \
+  ARRAYPORT_HOST_DEVICE complex<T> c##name##_(complex<T> a) { \
+    const auto r = std::name(std::complex<T>(a.re, a.im));    \
+    return {r.real(), r.imag()};                              \
+  }
+#endif
+ARRAYPORT_COMPLEX_FN(exp, {
+  T s, c;
+  sincos_(a.im, s, c);
+  if (a.re > T(0)) return exp_times_(a.re, c, s);
+  const T e = exp_(a.re);
+  return {e * c, e * s};
+})
+ARRAYPORT_COMPLEX_FN(log, {})
+ARRAYPORT_COMPLEX_FN(sin, {  // sin x cosh y + i cos x sinh y
+  T s, c;
+  sincos_(a.re, s, c);
+  return cosh_sinh_times_(a.im, s, c);
+})
+ARRAYPORT_COMPLEX_FN(cos, {  // ccosh(-y + ix): cos x cosh y - i sin x sinh y
+  T s, c;
+  sincos_(a.re, s, c);
+  return cosh_sinh_times_(-a.im, c, s);
+})
+#undef ARRAYPORT_COMPLEX_FN
+
+template <class T>
+ARRAYPORT_HOST_DEVICE complex<T> ctanh_(complex<T> a) {
+#if !defined(__CUDA_ARCH__)
+  const auto r = std::tanh(std::complex<T>(a.re, a.im));
+  return {r.real(), r.imag()};
+#else
+  constexpr bool f32 = std::is_same_v<T, float>;
+  const T x = a.re, y = a.im;
+  if (isinf_(x)) {
+    T s = y, c = T(1);
+    if (!isinf_(y) && !isnan_(y) && fabs_(y) > T(1)) sincos_(y, s, c);
+    return {copysign_(T(1), x), copysign_(T(0), s * c)};
+  }
+  if (isnan_(x) || isinf_(y) || isnan_(y)) {
+    if (y == T(0)) return a;
+    const T nan = std::numeric_limits<T>::quiet_NaN();
+    return {x == T(0) ? x : nan, nan};
+  }
+  T sy = y, cy = T(1);
+  if (fabs_(y) > std::numeric_limits<T>::min()) sincos_(y, sy, cy);
+  const T t = f32 ? T(44) : T(354);  // exp(2t) is finite; beyond it the real part is +-1
+  if (fabs_(x) > t) {
+    const T exp_2t = exp_(T(2) * t), rest = fabs_(x) - t;
+    T im = T(4) * sy * cy / exp_2t;
+    im /= rest > t ? exp_2t : exp_(T(2) * rest);
+    return {copysign_(T(1), x), im};
+  }
+  T shx = x, chx = T(1);
+  if (fabs_(x) > std::numeric_limits<T>::min()) {
+    if constexpr (f32) {
+      shx = sinhf(x), chx = coshf(x);
+    } else {
+      shx = sinh(x), chx = cosh(x);
+    }
+  }
+  const T eps = std::numeric_limits<T>::epsilon();
+  const T den = fabs_(shx) > fabs_(cy) * eps ? shx * shx + cy * cy : cy * cy;
+  return {shx * chx / den, sy * cy / den};
+#endif
+}
+
+// C's complex multiplication (Annex G, libgcc's __muldc3): infinities that the plain formula
+// turns into NaN + NaN i are recovered. glibc's cpow multiplies so; NumPy's power calls it.
+template <class T>
+ARRAYPORT_HOST_DEVICE complex<T> mul_annex_g_(complex<T> z, complex<T> w) {
+  T a = z.re, b = z.im, c = w.re, d = w.im;
+  const T ac = a * c, bd = b * d, ad = a * d, bc = b * c;
+  T x = ac - bd, y = ad + bc;
+  if (isnan_(x) && isnan_(y)) {
+    const auto box = [](T& v) { v = copysign_(isinf_(v) ? T(1) : T(0), v); };
+    const auto zero_nan = [](T& v) {
+      if (isnan_(v)) v = copysign_(T(0), v);
+    };
+    bool recalc = false;
+    if (isinf_(a) || isinf_(b)) {
+      box(a), box(b), zero_nan(c), zero_nan(d);
+      recalc = true;
+    }
+    if (isinf_(c) || isinf_(d)) {
+      box(c), box(d), zero_nan(a), zero_nan(b);
+      recalc = true;
+    }
+    if (!recalc && (isinf_(ac) || isinf_(bd) || isinf_(ad) || isinf_(bc))) {
+      zero_nan(a), zero_nan(b), zero_nan(c), zero_nan(d);
+      recalc = true;
+    }
+    if (recalc) {
+      const T inf = std::numeric_limits<T>::infinity();
+      x = inf * (a * c - b * d);
+      y = inf * (a * d + b * c);
+    }
+  }
+  return {x, y};
+}
+
+// NumPy's complex power (npy_cpow): 1 for a zero exponent, 0 or NaN for a zero base, repeated
+// multiplication for integer exponents below 100 in magnitude, else exp(b log a) as C's cpow.
+template <class T>
+ARRAYPORT_HOST_DEVICE complex<T> cpow_(complex<T> a, complex<T> b) {
+  using C = complex<T>;
+  if (b.re == T(0) && b.im == T(0)) return C{T(1), T(0)};
+  if (a.re == T(0) && a.im == T(0)) {
+    if (b.re > T(0)) return C{T(0), T(0)};
+    const T nan = std::numeric_limits<T>::quiet_NaN();
+    return C{nan, nan};
+  }
+  if (b.im == T(0) && b.re > T(-100) && b.re < T(100)) {
+    const int n = static_cast<int>(b.re);
+    if (T(n) == b.re) {
+      if (n == 1) return a;
+      if (n == 2) return a * a;
+      if (n == 3) return a * a * a;
+      C r{T(1), T(0)}, p = a;
+      for (int m = n < 0 ? -n : n, mask = 1;; mask <<= 1) {
+        if (m & mask) r = r * p;
+        if (m < (mask << 1)) break;
+        p = p * p;
+      }
+      return n < 0 ? C{T(1), T(0)} / r : r;
+    }
+  }
+  return cexp_(mul_annex_g_(b, clog_(a)));
 }
 
 template <class C>
@@ -431,31 +617,46 @@ struct isfinite_fn {
 struct exp_fn {
   template <class C>
   ARRAYPORT_HOST_DEVICE C operator()(C a) const {
-    return detail::exp_(a);
+    if constexpr (is_complex_v<C>)
+      return detail::cexp_(a);
+    else
+      return detail::exp_(a);
   }
 };
 struct log_fn {
   template <class C>
   ARRAYPORT_HOST_DEVICE C operator()(C a) const {
-    return detail::log_(a);
+    if constexpr (is_complex_v<C>)
+      return detail::clog_(a);
+    else
+      return detail::log_(a);
   }
 };
 struct sin_fn {
   template <class C>
   ARRAYPORT_HOST_DEVICE C operator()(C a) const {
-    return detail::sin_(a);
+    if constexpr (is_complex_v<C>)
+      return detail::csin_(a);
+    else
+      return detail::sin_(a);
   }
 };
 struct cos_fn {
   template <class C>
   ARRAYPORT_HOST_DEVICE C operator()(C a) const {
-    return detail::cos_(a);
+    if constexpr (is_complex_v<C>)
+      return detail::ccos_(a);
+    else
+      return detail::cos_(a);
   }
 };
 struct tanh_fn {
   template <class C>
   ARRAYPORT_HOST_DEVICE C operator()(C a) const {
-    return detail::tanh_(a);
+    if constexpr (is_complex_v<C>)
+      return detail::ctanh_(a);
+    else
+      return detail::tanh_(a);
   }
 };
 // NumPy 2's clip: minimum(maximum(x, lo), hi), NaN in any operand propagating.
@@ -520,6 +721,8 @@ struct power_fn {
         a = detail::wrap_mul(a, a);
       }
       return r;
+    } else if constexpr (is_complex_v<C>) {
+      return detail::cpow_(a, b);
     } else {
       return detail::pow_(a, b);
     }
@@ -566,10 +769,10 @@ constexpr bool supports(op_id op, type_id t) noexcept {
     case op_id::log:
     case op_id::sin:
     case op_id::cos:
-    case op_id::tanh: return is_floating(t);
+    case op_id::tanh: return inexact;
     case op_id::floor_divide:
-    case op_id::remainder:
-    case op_id::power: return !b && !is_complex(t);  // bool: NumPy gives int8, which ops has not
+    case op_id::remainder: return !b && !is_complex(t);  // bool: NumPy gives int8, not in ops
+    case op_id::power: return !b;
     default: return true;
   }
 }

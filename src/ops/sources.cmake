@@ -5,7 +5,8 @@ set(ARRAYPORT_OPS_SOURCES
   ops/cpu/elementwise.cpp
   ops/cpu/elementwise_more.cpp
   ops/cpu/reduce.cpp
-  ops/cpu/parallel.cpp)
+  ops/cpu/parallel.cpp
+  ops/cpu/vector_math.cpp)
 # The CPU kernels' C++ options: without errno, sqrt is one vector instruction (with it, a libm
 # call on each negative input), as NumPy's loops compute it.
 set(ARRAYPORT_OPS_CXX_OPTIONS $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<CXX_COMPILER_ID:GNU,Clang>>:-fno-math-errno>)

@@ -166,6 +166,31 @@ struct storage_of<type_id::uint64> {
 template <type_id T>
 using storage_t = typename storage_of<T>::type;
 
+/// A type as a value, for visit_storage's callbacks.
+template <class T>
+struct type_tag {
+  using type = T;
+};
+
+/// f(type_tag<storage_t<t>>{}) for the kernels' dtypes t (elementwise_type_count of them);
+/// `otherwise` for any other.
+template <class F, class R>
+R visit_storage(type_id t, F&& f, R otherwise) {
+  switch (t) {
+    case type_id::bool_: return f(type_tag<bool>{});
+    case type_id::uint8: return f(type_tag<std::uint8_t>{});
+    case type_id::int32: return f(type_tag<std::int32_t>{});
+    case type_id::int64: return f(type_tag<std::int64_t>{});
+    case type_id::float16: return f(type_tag<float16_t>{});
+    case type_id::bfloat16: return f(type_tag<bfloat16_t>{});
+    case type_id::float32: return f(type_tag<float>{});
+    case type_id::float64: return f(type_tag<double>{});
+    case type_id::complex64: return f(type_tag<complex<float>>{});
+    case type_id::complex128: return f(type_tag<complex<double>>{});
+    default: return otherwise;
+  }
+}
+
 /// The type_id of a storage type (the inverse of storage_t).
 template <class S>
 inline constexpr type_id type_id_of = invalid_type;

@@ -5,6 +5,7 @@
 
 #include "ops/kernels.hpp"
 #include "ops/cpu/parallel.hpp"
+#include "ops/cpu/vector_math.hpp"
 
 #include <algorithm>
 #include <array>
@@ -128,19 +129,10 @@ bool typed(const ew_call& c, std::index_sequence<I...>) {
   return ((!c.in[I].data || c.in[I].type == type_id_of<arg_storage_t<Op, int(I), S>>)&&...);
 }
 
-template <class T>
-struct type_tag {
-  using type = T;
-};
-
-// astype over contiguous memory: one loop per source dtype, chosen once (the strided path would
-// ask each element which conversion applies). False where the layout is not one such run.
+// astype over contiguous memory (is_contiguous_conversion): false where it is not one such run.
 template <class S>
 bool convert_contiguous(const ew_call& c) {
-  const auto& L = c.layout;
-  if (L.ndim != 1 || !c.in[0].data || L.strides[0][0] != std::int64_t(sizeof(S)) ||
-      L.strides[1][0] != std::int64_t(to_dtype(c.in[0].type).itemsize()))
-    return false;
+  if (!is_contiguous_conversion(c, sizeof(S))) return false;
   S* out = reinterpret_cast<S*>(c.out);
   const auto loop = [&](auto tag) {
     using In = typename decltype(tag)::type;
@@ -151,19 +143,7 @@ bool convert_contiguous(const ew_call& c) {
     });
     return true;
   };
-  switch (c.in[0].type) {
-    case type_id::bool_: return loop(type_tag<bool>{});
-    case type_id::uint8: return loop(type_tag<std::uint8_t>{});
-    case type_id::int32: return loop(type_tag<std::int32_t>{});
-    case type_id::int64: return loop(type_tag<std::int64_t>{});
-    case type_id::float16: return loop(type_tag<float16_t>{});
-    case type_id::bfloat16: return loop(type_tag<bfloat16_t>{});
-    case type_id::float32: return loop(type_tag<float>{});
-    case type_id::float64: return loop(type_tag<double>{});
-    case type_id::complex64: return loop(type_tag<complex<float>>{});
-    case type_id::complex128: return loop(type_tag<complex<double>>{});
-    default: return false;
-  }
+  return visit_storage(c.in[0].type, loop, false);
 }
 
 // a / b without divide's zero_value: a loop GCC vectorises (with the select it reports control
@@ -198,6 +178,16 @@ void run_with(const ew_call& c, const F& f) {
 template <op_id Op, type_id T>
 void run(const ew_call& c) {
   using S = storage_t<T>;
+  if constexpr (std::is_same_v<S, float> && arity(Op) == 1) {
+    const float_map map = c.flat && c.in[0].data ? vector_math(Op) : nullptr;
+    if (map) {
+      const float* x = reinterpret_cast<const float*>(c.in[0].data);
+      float* y = reinterpret_cast<float*>(c.out);
+      parallel_for(c.size, parallel_grain,
+                   [&](std::int64_t b, std::int64_t e) { map(x + b, y + b, e - b); });
+      return;
+    }
+  }
   const auto f = make_functor<Op, S>(c.params);
   if constexpr (Op == op_id::divide)
     if (!f.has_zero_value) return run_with<Op, S>(c, quotient_fn{});

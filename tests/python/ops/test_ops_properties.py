@@ -173,9 +173,8 @@ def bf16_result(dtypes_in, numpy_dtype):
     return numpy_dtype
 
 
-def outcome(call, ref, kind_of_result, exact, rtol=None, real_only=False):
-    """call() matches NumPy's ref(): dtype and values, or the same exception class; a complex
-    result of a real-only op (REAL_ONLY) is arrayport's TypeError."""
+def outcome(call, ref, kind_of_result, exact, rtol=None):
+    """call() matches NumPy's ref(): dtype and values, or the same exception class."""
     try:
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # ComplexWarning: NumPy's casts drop imaginary parts
@@ -184,8 +183,7 @@ def outcome(call, ref, kind_of_result, exact, rtol=None, real_only=False):
         with pytest.raises(type(e)):
             call()
         return
-    if want_dtype not in RESULT_DTYPES or (real_only and want_dtype.startswith("complex")):
-        # NumPy has a dtype ops has not (square(bool): int8), or a loop (complex exp)
+    if want_dtype not in RESULT_DTYPES:  # NumPy has a dtype ops has not (square(bool): int8)
         with pytest.raises(TypeError):
             call()
         return
@@ -209,8 +207,6 @@ BINARY = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divi
           "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
           "floor_divide": np.floor_divide, "remainder": np.remainder, "power": np.power}
 EXACT_OPS = {"negative", "abs", "copy", "maximum", "minimum", "where", "astype", "clip"}
-# Real dtypes only in arrayport (NumPy's complex loops are not implemented): a TypeError.
-REAL_ONLY = {"exp", "log", "sin", "cos", "tanh", "power"}
 
 
 def exactness(name, *input_dtypes):
@@ -233,7 +229,7 @@ def test_unary_ops_match_numpy(name, dtype, n, layout, container, special, seed)
         return UNARY[name](ref_x), bf16_result([dtype], str(r.dtype))
 
     outcome(lambda: getattr(ops, name)(as_operand(x, dtype, container)), ref, None,
-            exactness(name, dtype), real_only=name in REAL_ONLY)
+            exactness(name, dtype))
 
 
 @SETTINGS
@@ -252,7 +248,7 @@ def test_binary_ops_match_numpy(name, d1, d2, n, l1, l2, container, special, see
         return BINARY[name](rx, ry), bf16_result([d1, d2], dt)
 
     outcome(lambda: getattr(ops, name)(as_operand(x, d1, container), as_operand(y, d2, container)),
-            ref, None, exactness(name), real_only=name in REAL_ONLY)
+            ref, None, exactness(name))
 
 
 SCALARS = [True, 0, 3, -7, 300, 2**40, 1.5, -0.0, float("nan"), 1.5 - 2j,
@@ -272,8 +268,7 @@ def test_scalars_promote_as_numpy_2_does(name, dtype, n, layout, scalar, scalar_
         r = BINARY[name](*(a.view(np.ndarray) if isinstance(a, np.ndarray) else a for a in args))
         return r, str(np.asarray(r).dtype)
 
-    outcome(lambda: getattr(ops, name)(*args), ref, None, exactness(name),
-            real_only=name in REAL_ONLY)
+    outcome(lambda: getattr(ops, name)(*args), ref, None, exactness(name))
 
 
 @SETTINGS
@@ -390,8 +385,7 @@ def test_binary_ops_broadcast_2d_layouts_as_numpy_does(name, dtype, rows, cols, 
         r = BINARY[name](x, y)
         return r, str(r.dtype)
 
-    outcome(lambda: getattr(ops, name)(x, ap.view(y)), ref, None, exactness(name),
-            real_only=name in REAL_ONLY)
+    outcome(lambda: getattr(ops, name)(x, ap.view(y)), ref, None, exactness(name))
 
 
 @SETTINGS
@@ -405,8 +399,6 @@ def test_out_overlapping_an_input_gives_numpys_answer(name, dtype, n, shift, see
     fn = BINARY.get(name) or UNARY[name]
     args = (src, src) if name in BINARY else (src,)
     try:
-        if name in REAL_ONLY and dtype.startswith("complex"):
-            raise TypeError(f"{name} of complex numbers")
         with np.errstate(all="ignore"):
             want = fn(*((s, s) if name in BINARY else (s,)))
     except (TypeError, ValueError) as e:  # ValueError: integers to negative integer powers

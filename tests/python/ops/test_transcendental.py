@@ -1,0 +1,111 @@
+"""exp, log, sin, cos, tanh and power where their implementations branch: complex arguments over
+every pairing of special components (C99 Annex G's cases), and float32 over the eight-lane
+vector loops' length edges with special values in every lane position.
+
+On the CPU complex results are the C library's, as NumPy's: equal bit for bit up to NaN signs.
+On a GPU (libcu++, glibc's tanh algorithm) they must agree in which components are NaN or
+infinite and be within the dtype's tolerance elsewhere. float32 results are within 2e-6
+relative (the vector loops are libmvec's, NumPy's its own), with NaN and infinity where NumPy
+has them."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import arrayport as ap
+from arrayport import ops
+from conftest import HAS_GPU
+
+MEMORY = ["host"] + (["device", "managed"] if HAS_GPU else [])
+UNARY = ["exp", "log", "sin", "cos", "tanh"]
+COMPONENTS = [0.0, -0.0, 0.5, -0.5, 1.0, -2.0, 3.0, 30.0, -30.0, 100.0, 800.0, -800.0, 1e-40,
+              np.inf, -np.inf, np.nan]
+RTOL = {"complex64": 2e-6, "complex128": 1e-12, "float32": 2e-6}
+
+
+def complex_grid(dtype):
+    pairs = list(itertools.product(COMPONENTS, repeat=2))
+    z = np.empty(len(pairs), dtype)
+    z.real, z.imag = zip(*pairs)  # set, not computed: no arithmetic changes a special component
+    return z
+
+
+def placed(x, memory):
+    return x if memory == "host" else ap.asarray(x, memory=memory)
+
+
+def host(a):
+    return a.get() if isinstance(a, ap.Array) else np.asarray(a)
+
+
+def assert_matches(got, want, dtype, memory):
+    got = host(got)
+    assert got.dtype == want.dtype
+    if memory == "host" and dtype.startswith("complex"):
+        np.testing.assert_array_equal(got, want)  # NaN matches NaN: bit equality up to NaN signs
+        return
+    parts = (lambda v: (v.real, v.imag)) if dtype.startswith("complex") else (lambda v: (v,))
+    for g, w in zip(parts(got), parts(want)):
+        np.testing.assert_array_equal(np.isnan(g), np.isnan(w))
+        np.testing.assert_array_equal(np.isposinf(g), np.isposinf(w))
+        np.testing.assert_array_equal(np.isneginf(g), np.isneginf(w))
+    finite = np.isfinite(got) & np.isfinite(want)
+    # Relative to the element's modulus: a component near zero carries its partner's error.
+    err = np.abs(got[finite] - want[finite])
+    scale = np.maximum(np.abs(want[finite]), np.finfo(got.real.dtype).tiny)
+    assert np.all(err <= RTOL[dtype] * scale), np.max(err / scale)
+
+
+@pytest.mark.parametrize("memory", MEMORY)
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+@pytest.mark.parametrize("name", UNARY)
+def test_complex_functions_at_special_components_match_numpy(name, dtype, memory):
+    z = complex_grid(dtype)
+    with np.errstate(all="ignore"):
+        want = getattr(np, name)(z)
+    assert_matches(getattr(ops, name)(placed(z, memory)), want, dtype, memory)
+
+
+@pytest.mark.parametrize("memory", MEMORY)
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_power_at_special_bases_and_exponents_matches_numpy(dtype, memory):
+    base = complex_grid(dtype)
+    exps = np.array([0, 1, 2, 3, -1, 7, 99, 100, -99, 0.5, 1.5 - 2j, 2j, -3 + 0.25j, np.inf,
+                     complex(np.nan, 0), complex(0, np.nan)], dtype)
+    b, e = np.repeat(base, exps.size), np.tile(exps, base.size)
+    with np.errstate(all="ignore"):
+        want = np.power(b, e)
+    got = ops.power(placed(b, memory), placed(e, memory))
+    if memory != "host":  # repeated products, and exp(e log b), round differently on the GPU
+        got = host(got)
+        has_nan = lambda v: np.isnan(v.real) | np.isnan(v.imag)
+        np.testing.assert_array_equal(has_nan(got)[has_nan(want)], True)
+        ok = np.isfinite(want) & (np.abs(want) < 1e30)  # overflowing ones may round to inf
+        assert not has_nan(got[ok]).any()
+        scale = np.maximum(np.abs(want[ok]), 1)
+        assert np.all(np.abs(got[ok] - want[ok]) <= 64 * RTOL[dtype] * scale)
+        return
+    assert_matches(got, want, dtype, memory)
+
+
+@pytest.mark.parametrize("memory", MEMORY)
+@pytest.mark.parametrize("name", UNARY)
+def test_float32_vector_loops_at_every_lane_edge_match_numpy(name, memory):
+    rng = np.random.default_rng(7)
+    specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -1.0, 1e-45, 88.8, -104.0, 1e30],
+                        "float32")
+    for n in [1, 7, 8, 9, 15, 16, 17, 63, 64, 65, (1 << 16) - 1, (1 << 16) + 9]:
+        x = rng.uniform(-20, 20, n).astype("float32")
+        at = rng.integers(0, n, size=min(n, 6))  # specials in assorted lanes, the tail's too
+        x[at] = specials[rng.integers(0, specials.size, size=at.size)]
+        with np.errstate(all="ignore"):
+            want = getattr(np, name)(x)
+        assert_matches(getattr(ops, name)(placed(x, memory)), want, "float32", memory)
+        # In place from an address 4 bytes past a vector's: the loops load and store unaligned.
+        y = np.empty(n + 1, "float32")[1:]
+        y[...] = x
+        getattr(ops, name)(y, out=y)
+        assert_matches(y, want, "float32", "host")
