@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterator, Optional
 
 from . import ops
-from ._array_api import asarray as _from_sequence
+from ._array_api import asarray as _asarray
 from ._core import Array, _offers_array_protocol
 
 
@@ -27,7 +27,7 @@ def _operand(x: Any) -> Any:
     if isinstance(x, (str, bytes, bytearray)) or x is None:
         return None  # bytes export a buffer, but are text to NumPy's operators
     if isinstance(x, (list, tuple)):
-        return _from_sequence(x)  # nested sequences of numbers, as NumPy's operators take them
+        return _asarray(x)  # nested sequences of numbers, as NumPy's operators take them
     return x if _offers_array_protocol(x) else None
 
 
@@ -110,6 +110,27 @@ def _reduction(op: Callable[..., Array]) -> Callable[..., Array]:
     return method
 
 
+def _array_namespace(self: Array, /, *, api_version: Optional[str] = None) -> Any:
+    """arrayport.array_api, the array API namespace (it needs NumPy, whose dtypes it uses)."""
+    from . import array_api
+
+    if api_version is not None and api_version not in array_api._VERSIONS:
+        raise ValueError("__array_namespace__: api_version: expected None or one of "
+                         f"{', '.join(array_api._VERSIONS)}, got {api_version!r}")
+    return array_api
+
+
+def _to_device(self: Array, device: Any, /, *, stream: Any = None) -> Array:
+    """This array on `device` (as asarray's device= takes it): itself when it is there already."""
+    return _asarray(self, device=device, stream=stream)
+
+
+def _matrix_transpose(self: Array) -> Array:
+    if self.ndim < 2:
+        raise ValueError(f"mT: expected an array of at least 2 dimensions, got {self.ndim}")
+    return self.transpose(tuple(range(self.ndim - 2)) + (self.ndim - 1, self.ndim - 2))
+
+
 def _astype(self: Array, dtype: Any) -> Array:
     """arrayport.ops.astype(self, dtype): a new array, converted as NumPy converts."""
     return ops.astype(self, dtype)
@@ -142,6 +163,9 @@ setattr(Array, "__iter__", _iter)
 setattr(Array, "tolist", _tolist)
 setattr(Array, "item", _item)
 setattr(Array, "astype", _astype)
+setattr(Array, "__array_namespace__", _array_namespace)
+setattr(Array, "to_device", _to_device)
+setattr(Array, "mT", property(_matrix_transpose))
 for _reduce in (ops.sum, ops.mean, ops.min, ops.max, ops.prod, ops.any, ops.all, ops.argmin,
                 ops.argmax):
     setattr(Array, _reduce.__name__, _reduction(_reduce))

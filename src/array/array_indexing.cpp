@@ -233,6 +233,40 @@ PyObject* array_reshape(PyObject* self, PyObject* args) {
   });
 }
 
+nb::object broadcast_view(nb::handle a_obj, nb::handle shape_obj) {
+  array_object* a = require_array(a_obj, "x");
+  if (!PySequence_Check(shape_obj.ptr()) || PyUnicode_Check(shape_obj.ptr()))
+    throw type_error("broadcast_to: shape: expected a sequence of ints, got " +
+                     type_name_of(shape_obj.ptr()));
+  std::vector<std::int64_t> shape;
+  for (nb::handle h : nb::borrow<nb::sequence>(shape_obj))
+    shape.push_back(int_arg(h.ptr(), "broadcast_to", "shape", 0, INT64_MAX,
+                            "non-negative ints that fit int64"));
+  const int ndim = static_cast<int>(shape.size()), src = a->view.ndim;
+  const std::vector<std::int64_t> from(a->view.shape, a->view.shape + src);
+  const auto refuse = [&](const std::string& why) {
+    throw value_error("broadcast_to: cannot broadcast an array of shape " + shape_string(from) +
+                      " to " + shape_string(shape) + ": " + why);
+  };
+  if (ndim > ARRAYPORT_MAX_NDIM)
+    refuse("more than " + std::to_string(ARRAYPORT_MAX_NDIM) + " dimensions");
+  if (ndim < src) refuse("the shape has fewer dimensions than the array");
+  std::vector<std::int64_t> strides(static_cast<std::size_t>(ndim), 0);
+  for (int i = 0; i < src; ++i) {
+    const auto d = static_cast<std::size_t>(ndim - src + i);
+    if (from[static_cast<std::size_t>(i)] == shape[d])
+      strides[d] = a->view.strides[i];
+    else if (from[static_cast<std::size_t>(i)] != 1)
+      refuse("axis " + std::to_string(i) + " has extent " +
+             std::to_string(from[static_cast<std::size_t>(i)]) + ", neither 1 nor " +
+             std::to_string(shape[d]));
+  }
+  nb::object v = nb::steal(make_view(a, static_cast<char*>(a->view.data), shape, strides,
+                                     dtype::from_c(a->view.dtype), "broadcast_to"));
+  as_array(v.ptr())->view.flags |= ARRAYPORT_VIEW_READONLY;  // many elements share one place
+  return v;
+}
+
 // view(dtype): the same memory as another dtype, with NumPy's rules. The same itemsize keeps any
 // layout; another itemsize needs the last axis contiguous, and scales its extent.
 PyObject* array_view(PyObject* self, PyObject* args, PyObject* kwargs) {

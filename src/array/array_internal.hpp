@@ -124,12 +124,15 @@ element_value decode_element(const unsigned char* p, dtype dt);
 /// The element at `p` (host memory) as a Python bool, int, float or complex.
 nanobind::object element_object(const unsigned char* p, dtype dt);
 
-// array_indexing.cpp: views (a[key], transpose, .T, reshape, view(dtype)).
+// array_indexing.cpp: views (a[key], transpose, .T, reshape, view(dtype), broadcasting).
 PyObject* array_subscript(PyObject* self, PyObject* key);
 PyObject* array_transpose(PyObject* self, PyObject* args);
 PyObject* get_T(PyObject* self, void*);
 PyObject* array_reshape(PyObject* self, PyObject* args);
 PyObject* array_view(PyObject* self, PyObject* args, PyObject* kwargs);
+/// A read-only view of `a` broadcast to `shape` (NumPy's broadcast_to: the added leading axes
+/// and the axes of extent 1 get stride 0), for arrayport.array_api.broadcast_to.
+nanobind::object broadcast_view(nanobind::handle a, nanobind::handle shape);
 
 // array_repr.cpp.
 PyObject* array_repr(PyObject* self);

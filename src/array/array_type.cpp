@@ -328,6 +328,8 @@ void register_array(nb::module_& m) {
         "DLPack capsules exported and not yet released (for leak tests).");
   m.def("_readonly_view", &readonly_view, "a"_a,
         "A read-only view of a (for tests of read-only arrays).");
+  m.def("_broadcast_view", &broadcast_view, "x"_a, "shape"_a,
+        "A read-only view of x broadcast to shape (arrayport.array_api.broadcast_to).");
   register_copy_functions(m);
 }
 

@@ -16,6 +16,8 @@
 #include <vector>
 
 namespace arrayport::ext {
+namespace nb = nanobind;
+
 namespace {
 
 constexpr const char* versioned_name = "dltensor_versioned";
@@ -152,6 +154,48 @@ void* new_tensor(PyObject* self, arrayport_device_t device, bool versioned) {
   return &ctx->legacy;
 }
 
+PyObject* export_impl(PyObject* self, PyObject* args, PyObject* kwargs);
+
+// copy=True: a fresh copy (on the device dl_device names, else the array's memory kind and
+// device), exported as itself. The copy is enqueued on the current stream, which the consumer's
+// stream then waits for as for any export.
+PyObject* export_copy(PyObject* self, PyObject* stream, PyObject* max_version,
+                      PyObject* dl_device) {
+  nb::object fresh;
+  if (dl_device == Py_None) {
+    fresh = nb::handle(self).attr("copy")();
+  } else {
+    if (!PyTuple_Check(dl_device) || PyTuple_GET_SIZE(dl_device) != 2)
+      throw type_error(
+          "__dlpack__: dl_device: expected None or a (device_type, device_id) tuple of ints, "
+          "got " +
+          type_name_of(dl_device));
+    const auto type = int_arg(PyTuple_GET_ITEM(dl_device, 0), "__dlpack__", "dl_device[0]", 0,
+                              INT32_MAX, "a DLPack device type");
+    const auto id = int_arg(PyTuple_GET_ITEM(dl_device, 1), "__dlpack__", "dl_device[1]", 0,
+                            INT32_MAX, "a device id >= 0");
+    const char* memory = type == ARRAYPORT_DEVICE_CPU            ? "host"
+                         : type == ARRAYPORT_DEVICE_CUDA         ? "device"
+                         : type == ARRAYPORT_DEVICE_CUDA_HOST    ? "pinned"
+                         : type == ARRAYPORT_DEVICE_CUDA_MANAGED ? "managed"
+                                                                 : nullptr;
+    if (!memory)
+      buffer_error("__dlpack__: dl_device=(" + std::to_string(type) + ", " + std::to_string(id) +
+                   "): arrayport copies only to CPU (1), CUDA (2), CUDA host (3) and CUDA "
+                   "managed (13) memory");
+    nb::object device = nb::none();
+    if (type == ARRAYPORT_DEVICE_CUDA || type == ARRAYPORT_DEVICE_CUDA_MANAGED)
+      device = nb::int_(id);
+    fresh = nb::handle(self).attr("copy")(nb::arg("memory") = memory, nb::arg("device") = device);
+  }
+  nb::dict kw;
+  kw["stream"] = nb::handle(stream);
+  kw["max_version"] = nb::handle(max_version);
+  kw["dl_device"] = nb::handle(dl_device);
+  nb::object empty = nb::steal(PyTuple_New(0));
+  return export_impl(fresh.ptr(), empty.ptr(), kw.ptr());
+}
+
 PyObject* export_impl(PyObject* self, PyObject* args, PyObject* kwargs) {
   static const char* keywords[] = {"stream", "max_version", "dl_device", "copy", nullptr};
   PyObject *stream = Py_None, *max_version = Py_None, *dl_device = Py_None, *copy = Py_None;
@@ -173,10 +217,7 @@ PyObject* export_impl(PyObject* self, PyObject* args, PyObject* kwargs) {
   }
   if (copy != Py_None && !PyBool_Check(copy))
     throw type_error("__dlpack__: copy: expected True, False or None, got " + type_name_of(copy));
-  if (copy == Py_True)
-    buffer_error(
-        "__dlpack__: copy=True is not supported yet; export the array itself "
-        "(copy=None) or copy it first with .copy()");
+  if (copy == Py_True) return export_copy(self, stream, max_version, dl_device);
   arrayport_device_t device = a->view.device;
   if (dl_device != Py_None) {
     if (!PyTuple_Check(dl_device) || PyTuple_GET_SIZE(dl_device) != 2)

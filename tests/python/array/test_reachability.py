@@ -224,6 +224,9 @@ def method_calls(v: ap.Array):
         "advise": [(("set_read_mostly",), {},
                     (refused("Array.advise") if managed else needs_managed("advise"),))],
         "view": [((), {}, (OK,)), ((same_size,), {}, (OK,))],
+        # The array API's: the namespace (a module), and to_device (itself where it is already).
+        "__array_namespace__": [((), {}, (OK,)), ((), {"api_version": "2024.12"}, (OK,))],
+        "to_device": [((v.device,), {}, (OK,)), ((("cpu", 0),), {}, (refused("Array.to"),))],
         "transpose": [((), {}, (OK,))],
         "reshape": [((v.size,), {}, (OK, (ValueError, r"^reshape: only C-contiguous")))],
         "__getitem__": [((Ellipsis,), {}, (OK,)),
@@ -285,6 +288,9 @@ def test_every_attribute_reads_without_touching_the_memory(view):
                       (AttributeError, r"device memory, which the host cannot read"))
             else:
                 check(lambda: view.__array_interface__, refused("Array.__array_interface__"))
+            continue
+        if name == "mT" and view.ndim < 2:  # NumPy's refusal too
+            check(lambda: view.mT, (ValueError, r"^mT: expected an array of at least 2 dim"))
             continue
         getattr(view, name)
     cai = view.__cuda_array_interface__

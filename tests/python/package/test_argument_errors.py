@@ -97,6 +97,8 @@ def rows(array: Callable[[], ap.Array] = host, gpu: bool = False) -> list[Row]:
         Row("Array.advise", lambda **k: array().advise(**k),
             {"advice": "advice", "device": "location"}, {"advice": "set_read_mostly"}, gpu=gpu),
         Row("Array.view", lambda **k: array().view(**k), {"dtype": "dtype"}, gpu=gpu),
+        Row("Array.to_device", lambda device, **k: array().to_device(device, **k),
+            {"device": "asarray_device", "stream": "stream"}, {"device": ("cpu", 0)}, gpu=gpu),
         Row("Array.transpose", lambda axes: array().transpose(axes, 0), {"axes": "axes"}, gpu=gpu),
         Row("Array.reshape", lambda shape: array().reshape(shape), {"shape": "extent"}, gpu=gpu),
         Row("Array.__dlpack__", lambda **k: array().__dlpack__(**k),
