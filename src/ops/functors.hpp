@@ -269,6 +269,38 @@ ARRAYPORT_COMPLEX_FN(cos, {  // ccosh(-y + ix): cos x cosh y - i sin x sinh y
 })
 #undef ARRAYPORT_COMPLEX_FN
 
+#if defined(__CUDA_ARCH__)
+// glibc's csin where a component is not finite: C99 leaves some signs open (sin(inf - inf i)),
+// which NumPy, calling glibc, fixes one way and libcu++ another.
+template <class T>
+__device__ complex<T> csin_special_(complex<T> a) {
+  const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
+  const T x = fabs_(a.re), y = a.im;
+  const bool negate = copysign_(T(1), a.re) < T(0);  // signbit
+  const bool x_finite = x - x == T(0), y_finite = y - y == T(0);
+  if (y_finite) return y == T(0) ? complex<T>{x - x, y} : complex<T>{nan, nan};  // x not finite
+  if (isinf_(y)) {
+    if (x == T(0)) return {negate ? T(-0.0) : T(0), y};
+    if (x_finite) {
+      T s, c;
+      sincos_(x, s, c);
+      const T re = copysign_(inf, s), im = copysign_(inf, c);
+      return {negate ? -re : re, y < T(0) ? -im : im};
+    }
+    return {x - x, inf};
+  }
+  return {x == T(0) ? (negate ? T(-0.0) : T(0)) : nan, nan};  // y is NaN
+}
+#endif
+
+template <class T>
+ARRAYPORT_HOST_DEVICE complex<T> csin_glibc_(complex<T> a) {
+#if defined(__CUDA_ARCH__)
+  if (!(a.re - a.re == T(0) && a.im - a.im == T(0))) return csin_special_(a);
+#endif
+  return csin_(a);
+}
+
 template <class T>
 ARRAYPORT_HOST_DEVICE complex<T> ctanh_(complex<T> a) {
 #if !defined(__CUDA_ARCH__)
@@ -315,7 +347,7 @@ ARRAYPORT_HOST_DEVICE complex<T> ctanh_(complex<T> a) {
 template <class T>
 ARRAYPORT_HOST_DEVICE complex<T> mul_annex_g_(complex<T> z, complex<T> w) {
   T a = z.re, b = z.im, c = w.re, d = w.im;
-  const T ac = a * c, bd = b * d, ad = a * d, bc = b * c;
+  const T ac = mul_rn(a, c), bd = mul_rn(b, d), ad = mul_rn(a, d), bc = mul_rn(b, c);
   T x = ac - bd, y = ad + bc;
   if (isnan_(x) && isnan_(y)) {
     const auto box = [](T& v) { v = copysign_(isinf_(v) ? T(1) : T(0), v); };
@@ -337,8 +369,8 @@ ARRAYPORT_HOST_DEVICE complex<T> mul_annex_g_(complex<T> z, complex<T> w) {
     }
     if (recalc) {
       const T inf = std::numeric_limits<T>::infinity();
-      x = inf * (a * c - b * d);
-      y = inf * (a * d + b * c);
+      x = inf * (mul_rn(a, c) - mul_rn(b, d));
+      y = inf * (mul_rn(a, d) + mul_rn(b, c));
     }
   }
   return {x, y};
@@ -636,7 +668,7 @@ struct sin_fn {
   template <class C>
   ARRAYPORT_HOST_DEVICE C operator()(C a) const {
     if constexpr (is_complex_v<C>)
-      return detail::csin_(a);
+      return detail::csin_glibc_(a);
     else
       return detail::sin_(a);
   }
