@@ -4,6 +4,7 @@
 #pragma once
 
 #include "ops/kernels.hpp"
+#include "ops/cpu/cpu_features.hpp"
 #include "ops/cpu/parallel.hpp"
 #include "ops/cpu/vector_math.hpp"
 
@@ -35,22 +36,16 @@ void flat_loop(O* __restrict__ out, std::int64_t begin, std::int64_t end, const 
   for (std::int64_t i = begin; i < end; ++i) out[i] = convert<O>(f(get(i)...));
 }
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#ifdef ARRAYPORT_OPS_AVX2
 // The same loop vectorised with AVX2 (no FMA: products round as NumPy's), taken where the CPU
 // has it: the baseline build's SSE2 narrows compares to bools and tests floats 2-4x slower
 // than NumPy's AVX2 loops.
 template <class O, class F, class... G>
 __attribute__((target("avx2"))) void flat_loop_avx2(O* __restrict__ out, std::int64_t begin,
-                                                    std::int64_t end, const F& f,
-                                                    const G&... get) {
+                                                    std::int64_t end, const F& f, const G&... get) {
   for (std::int64_t i = begin; i < end; ++i) out[i] = convert<O>(f(get(i)...));
 }
-inline bool has_avx2() {
-  static const bool yes = (__builtin_cpu_init(), __builtin_cpu_supports("avx2"));
-  return yes;
-}
-#define ARRAYPORT_FLAT_LOOP(...) \
-  (has_avx2() ? flat_loop_avx2(__VA_ARGS__) : flat_loop(__VA_ARGS__))
+#define ARRAYPORT_FLAT_LOOP(...) (has_avx2() ? flat_loop_avx2(__VA_ARGS__) : flat_loop(__VA_ARGS__))
 #else
 #define ARRAYPORT_FLAT_LOOP(...) flat_loop(__VA_ARGS__)
 #endif

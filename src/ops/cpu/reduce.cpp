@@ -2,6 +2,7 @@
 // recursively, as NumPy does), over outputs in parallel or, for few outputs, over chunks of each.
 #include "ops/elementwise.hpp"
 #include "ops/kernels.hpp"
+#include "ops/cpu/cpu_features.hpp"
 #include "ops/cpu/parallel.hpp"
 
 #include <algorithm>
@@ -112,13 +113,7 @@ __attribute__((always_inline)) inline T extreme_vectors(const T* p, std::int64_t
   return any_nan ? std::numeric_limits<T>::quiet_NaN() : acc;
 }
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#define ARRAYPORT_OPS_AVX2 1
-bool has_avx2() noexcept {
-  static const bool avx2 = __builtin_cpu_supports("avx2");
-  return avx2;
-}
-
+#ifdef ARRAYPORT_OPS_AVX2
 template <bool Max, class T>
 __attribute__((target("avx2"))) T extreme_avx2(const T* p, std::int64_t n) {
   return extreme_vectors<Max, T, 32>(p, n);
