@@ -20,6 +20,16 @@ inline constexpr int block_threads = 256;
 
 inline cudaStream_t to_stream(stream_handle s) { return static_cast<cudaStream_t>(s); }
 
+/// V elements of A loaded or stored as one (16-byte) access.
+template <class A, int V>
+struct alignas(sizeof(A) * V) vec {
+  A v[V];
+};
+
+/// Elements per 16-byte vector of S (1 for 16-byte complex128).
+template <class S>
+inline constexpr int vec_width = sizeof(S) >= 16 ? 1 : int(16 / sizeof(S));
+
 /// Blocks for `work` threads of work, capped so a grid-stride loop covers the rest.
 inline unsigned grid_for(std::int64_t work) {
   const std::int64_t blocks = (work + block_threads - 1) / block_threads;

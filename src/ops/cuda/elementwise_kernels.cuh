@@ -34,15 +34,6 @@ struct gpu_args {
   bool aligned;  // flat path: every array 16-byte aligned and of its argument's storage type
 };
 
-template <class A, int V>
-struct alignas(sizeof(A) * V) vec {
-  A v[V];
-};
-
-// Elements per 16-byte vector of S (1 for 16-byte complex128).
-template <class S>
-inline constexpr int vec_width = sizeof(S) >= 16 ? 1 : int(16 / sizeof(S));
-
 template <class A>
 __device__ inline compute_t<A> scalar_of(const gpu_operand& o) {
   A v;
