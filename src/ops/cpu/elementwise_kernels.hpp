@@ -45,17 +45,23 @@ __attribute__((target("avx2"))) void flat_loop_avx2(O* __restrict__ out, std::in
                                                     std::int64_t end, const F& f, const G&... get) {
   for (std::int64_t i = begin; i < end; ++i) out[i] = convert<O>(f(get(i)...));
 }
-#define ARRAYPORT_FLAT_LOOP(...) (has_avx2() ? flat_loop_avx2(__VA_ARGS__) : flat_loop(__VA_ARGS__))
-#else
-#define ARRAYPORT_FLAT_LOOP(...) flat_loop(__VA_ARGS__)
 #endif
+
+// flat_loop, or its AVX2 twin where the CPU has AVX2.
+template <class O, class F, class... G>
+void flat_loop_best(O* out, std::int64_t begin, std::int64_t end, const F& f, const G&... get) {
+#ifdef ARRAYPORT_OPS_AVX2
+  if (has_avx2()) return flat_loop_avx2(out, begin, end, f, get...);
+#endif
+  flat_loop(out, begin, end, f, get...);
+}
 
 // Picks an array or scalar getter per operand (outside the loop, so each loop is branch-free).
 template <op_id Op, class S, int I, class O, class F, class... G>
 void flat_select(const ew_call& c, O* out, std::int64_t begin, std::int64_t end, const F& f,
                  const G&... get) {
   if constexpr (I == arity(Op)) {
-    ARRAYPORT_FLAT_LOOP(out, begin, end, f, get...);
+    flat_loop_best(out, begin, end, f, get...);
   } else {
     using A = arg_storage_t<Op, I, S>;
     const ew_operand& o = c.in[I];
