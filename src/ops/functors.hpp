@@ -156,27 +156,50 @@ ARRAYPORT_HOST_DEVICE inline float cos_(float x) { return cosf(x); }
 ARRAYPORT_HOST_DEVICE inline double cos_(double x) { return cos(x); }
 ARRAYPORT_HOST_DEVICE inline float tanh_(float x) { return tanhf(x); }
 ARRAYPORT_HOST_DEVICE inline double tanh_(double x) { return tanh(x); }
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__CUDA_ARCH__)
+// fmod by the x87 partial remainder, exact as the C library's but about 3x faster; NumPy's
+// compiler inlines it so. A NaN result goes back to the library, whose NaN has its sign.
+template <class R>
+inline R fmod_x87_(R x, R y) {
+  long double r = x;
+  asm("1: fprem\n\tfnstsw %%ax\n\tsahf\n\tjp 1b"
+      : "+t"(r)
+      : "u"(static_cast<long double>(y))
+      : "ax", "cc");
+  const R m = static_cast<R>(r);
+  if (m != m) return std::is_same_v<R, float> ? R(fmodf(float(x), float(y))) : R(fmod(x, y));
+  return m;
+}
+inline float fmod_(float x, float y) { return fmod_x87_(x, y); }
+inline double fmod_(double x, double y) { return fmod_x87_(x, y); }
+#else
 ARRAYPORT_HOST_DEVICE inline float fmod_(float x, float y) { return fmodf(x, y); }
 ARRAYPORT_HOST_DEVICE inline double fmod_(double x, double y) { return fmod(x, y); }
+#endif
 ARRAYPORT_HOST_DEVICE inline float floor_(float x) { return floorf(x); }
 ARRAYPORT_HOST_DEVICE inline double floor_(double x) { return floor(x); }
 ARRAYPORT_HOST_DEVICE inline float pow_(float x, float y) { return powf(x, y); }
 ARRAYPORT_HOST_DEVICE inline double pow_(double x, double y) { return pow(x, y); }
 
+// NumPy's npy_remainder for a nonzero divisor: moves fmod's result `mod` to the divisor's sign;
+// true where it added b, which divmod_'s quotient needs to know.
+template <class R>
+ARRAYPORT_HOST_DEVICE bool to_divisor_sign_(R b, R& mod) {
+  if (mod == R(0)) {
+    mod = copysign_(R(0), b);
+    return false;
+  }
+  if ((b < R(0)) == (mod < R(0))) return false;
+  mod += b;
+  return true;
+}
 // NumPy's npy_divmod for floats: the floored quotient, and the remainder with the divisor's sign.
 template <class R>
 ARRAYPORT_HOST_DEVICE R divmod_(R a, R b, R& mod) {
   mod = fmod_(a, b);
   if (b == R(0)) return a / b;
   R div = (a - mod) / b;
-  if (mod != R(0)) {
-    if ((b < R(0)) != (mod < R(0))) {
-      mod += b;
-      div -= R(1);
-    }
-  } else {
-    mod = copysign_(R(0), b);
-  }
+  if (to_divisor_sign_(b, mod)) div -= R(1);
   if (div == R(0)) return copysign_(R(0), a / b);
   R floordiv = floor_(div);
   if (div - floordiv > R(0.5)) floordiv += R(1);
@@ -205,10 +228,14 @@ __device__ void sincos_(T v, T& s, T& c) {
     sincos(v, &s, &c);
 }
 
+// glibc's scaling step, (max exponent - 1) ln 2 rounded down: e^t is finite.
+template <class T>
+inline constexpr T exp_step_ = std::is_same_v<T, float> ? T(88) : T(709);
+
 // (e^r c, e^r s) for r > 0 past e^r's overflow while the products fit: glibc's steps of e^t.
 template <class T>
 __device__ complex<T> exp_times_(T r, T c, T s) {
-  const T t = std::is_same_v<T, float> ? T(88) : T(709);  // (max exponent - 1) ln 2
+  const T t = exp_step_<T>;
   const T exp_t = exp_(t);
   for (int i = 0; i < 2 && r > t; ++i) r -= t, c *= exp_t, s *= exp_t;
   if (r > t) return {std::numeric_limits<T>::max() * c, std::numeric_limits<T>::max() * s};
@@ -219,7 +246,7 @@ __device__ complex<T> exp_times_(T r, T c, T s) {
 // (cosh(a) c, sinh(a) s), scaled as glibc's ccosh and csin are for |a| beyond cosh's overflow.
 template <class T>
 __device__ complex<T> cosh_sinh_times_(T a, T c, T s) {
-  const T t = std::is_same_v<T, float> ? T(88) : T(709);
+  const T t = exp_step_<T>;
   if (fabs_(a) <= t) {
     if constexpr (std::is_same_v<T, float>)
       return {coshf(a) * c, sinhf(a) * s};
@@ -733,9 +760,8 @@ struct remainder_fn {
         return static_cast<C>(a % b);
       }
     } else {
-      if (b == C(0)) return detail::fmod_(a, b);
-      C mod;
-      detail::divmod_(a, b, mod);
+      C mod = detail::fmod_(a, b);
+      if (b != C(0)) detail::to_divisor_sign_(b, mod);
       return mod;
     }
   }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <mutex>
@@ -51,29 +52,32 @@ class pool {
     }
     const std::int64_t max_chunks = std::int64_t(threads()) * 4;
     const std::int64_t chunk = std::max(grain, (n + max_chunks - 1) / max_chunks);
-    // Only as many workers as there are chunks beyond the caller's first are woken.
+    // Only as many workers as there are chunks beyond the caller's first are asked for.
     const auto helpers = static_cast<int>(
         std::min<std::int64_t>(std::int64_t(m_workers.size()), (n + chunk - 1) / chunk - 1));
-    {
-      std::lock_guard<std::mutex> lock(m_mutex);
-      m_fn = fn;
-      m_context = context;
-      m_n = n;
-      m_chunk = chunk;
-      m_next.store(0, std::memory_order_relaxed);
-      m_slots = m_active = helpers;
+    m_fn = fn;  // read by workers only after they claim a slot (the release below)
+    m_context = context;
+    m_n = n;
+    m_chunk = chunk;
+    m_next.store(0, std::memory_order_relaxed);
+    m_active.store(helpers, std::memory_order_relaxed);
+    // seq_cst, with the sleeper's count and claim: either this sees it asleep, or it sees slots.
+    m_slots.store(helpers, std::memory_order_seq_cst);
+    if (m_sleeping.load(std::memory_order_seq_cst) > 0) {
+      std::lock_guard<std::mutex> lock(m_mutex);  // a sleeper checks m_slots under this lock
+      if (helpers == static_cast<int>(m_workers.size()))
+        m_wake.notify_all();
+      else
+        for (int i = 0; i < helpers; ++i) m_wake.notify_one();
     }
-    if (helpers == static_cast<int>(m_workers.size()))
-      m_wake.notify_all();
-    else
-      for (int i = 0; i < helpers; ++i) m_wake.notify_one();
     work();
     // Every chunk is taken: slots no worker has claimed yet are withdrawn, so the caller waits
     // only for the workers already running a chunk, never for one still waking up.
+    const int unclaimed = m_slots.exchange(0, std::memory_order_acq_rel);
+    if (m_active.fetch_sub(unclaimed, std::memory_order_acq_rel) == unclaimed) return;
+    if (spin_until([&] { return m_active.load(std::memory_order_acquire) == 0; })) return;
     std::unique_lock<std::mutex> lock(m_mutex);
-    m_active -= m_slots;
-    m_slots = 0;
-    m_done.wait(lock, [&] { return m_active == 0; });
+    m_done.wait(lock, [&] { return m_active.load(std::memory_order_acquire) == 0; });
   }
 
  private:
@@ -91,18 +95,48 @@ class pool {
     }
   }
 
-  // A worker claims one slot of the current job under the lock (the job's parameters were written
-  // under it), runs chunks until none is left, and reports back.
+  // Polls done() for up to 100 us before the caller sleeps. Waking a thread through the kernel
+  // took 5-20 us on the CPU machine, as long as a whole 2^16-element op: BLAS and OpenMP keep
+  // their workers polling after a job for the same reason. Past the first few hundred polls it
+  // yields, so that a polling thread never holds a core another thread could use.
+  template <class Done>
+  static bool spin_until(const Done& done) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(100);
+    for (unsigned i = 1;; ++i) {
+      if (done()) return true;
+      if (i < 256) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+        continue;
+      }
+      std::this_thread::yield();
+      if (std::chrono::steady_clock::now() > until) return false;
+    }
+  }
+
+  bool claim_slot() {
+    int s = m_slots.load(std::memory_order_seq_cst);
+    while (s > 0)
+      if (m_slots.compare_exchange_weak(s, s - 1, std::memory_order_acq_rel)) return true;
+    return false;
+  }
+
+  // A worker claims one slot of the current job (polling a while, then asleep), runs chunks
+  // until none is left, and reports back.
   void loop() {
     for (;;) {
-      {
+      if (!spin_until([&] { return claim_slot(); })) {
         std::unique_lock<std::mutex> lock(m_mutex);
-        m_wake.wait(lock, [&] { return m_slots > 0; });
-        --m_slots;
+        m_sleeping.fetch_add(1, std::memory_order_seq_cst);
+        m_wake.wait(lock, [&] { return claim_slot(); });
+        m_sleeping.fetch_sub(1, std::memory_order_relaxed);
       }
       work();
-      std::lock_guard<std::mutex> lock(m_mutex);
-      if (--m_active == 0) m_done.notify_one();
+      if (m_active.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        std::lock_guard<std::mutex> lock(m_mutex);  // the caller checks m_active under it
+        m_done.notify_one();
+      }
     }
   }
 
@@ -111,8 +145,9 @@ class pool {
   std::mutex m_submit;
   std::mutex m_mutex;
   std::condition_variable m_wake, m_done;
-  int m_slots = 0;   // workers still wanted by the current job
-  int m_active = 0;  // workers that claimed (or may still claim) a slot and have not finished
+  std::atomic<int> m_slots{0};     // workers still wanted by the current job
+  std::atomic<int> m_active{0};    // workers that claimed (or may claim) a slot, not finished
+  std::atomic<int> m_sleeping{0};  // workers waiting on m_wake
   detail::chunk_fn m_fn = nullptr;
   void* m_context = nullptr;
   std::int64_t m_n = 0, m_chunk = 1;

@@ -162,6 +162,13 @@ template <op_id Op, type_id T>
 void run(const ew_call& c) {
   using S = storage_t<T>;
   constexpr int N = arity(Op);
+  const cudaStream_t stream = to_stream(c.stream);
+  if constexpr (Op == op_id::copy) {
+    if (!c.flat && convert_contiguous<S>(c, stream)) {
+      runtime::check_launch("arrayport.ops astype kernel launch");
+      return;
+    }
+  }
   const auto f = make_functor<Op, S>(c.params);
   gpu_args<N> a{};
   a.out = c.out;
@@ -174,13 +181,6 @@ void run(const ew_call& c) {
     if (c.in[k].data && reinterpret_cast<std::uintptr_t>(c.in[k].data) % 16 != 0) aligned = false;
   }
   a.aligned = aligned;
-  const cudaStream_t stream = to_stream(c.stream);
-  if constexpr (Op == op_id::copy) {
-    if (!c.flat && convert_contiguous<S>(c, stream)) {
-      runtime::check_launch("arrayport.ops astype kernel launch");
-      return;
-    }
-  }
   if (c.flat) {
     constexpr int V = vec_width<S>;
     flat_kernel<Op, S><<<grid_for((c.size + V - 1) / V), block_threads, 0, stream>>>(

@@ -116,79 +116,83 @@ struct to_acc {
   }
 };
 
-// argmin/argmax over contiguous data: element i as (value, i), for cub over a counting iterator.
+// Element i of a contiguous reduction as an accumulator (argmin/argmax: (value, i)); each(k, f)
+// passes those of the k-th 16-byte vector to f, for the vector kernels below.
 template <reduce_op Op, class In, class Acc>
-struct indexed_load {
+struct element_load {
+  enum : int { V = vec_width<In> };  // elements a vector
   const In* p;
   __device__ Acc operator()(std::int64_t i) const {
     return to_acc_value<Op, Acc>(load_direct(p + i), i);
+  }
+  template <class F>
+  __device__ void each(std::int64_t k, const F& f) const {
+    const vec<In, V> x = reinterpret_cast<const vec<In, V>*>(p)[k];
+#pragma unroll
+    for (int j = 0; j < V; ++j) f(to_acc_value<Op, Acc>(load_direct(&x.v[j]), k * V + j));
   }
 };
 
 // dot over contiguous inputs of the result dtype: element i as the product x[i] * y[i].
 template <class In, class Acc>
 struct product_load {
+  enum : int { V = vec_width<In> };  // elements a vector
   const In* x;
   const In* y;
   __device__ Acc operator()(std::int64_t i) const {
     return convert<Acc>(multiply_fn{}(load_direct(x + i), load_direct(y + i)));
   }
+  template <class F>
+  __device__ void each(std::int64_t k, const F& f) const {
+    const vec<In, V> a = reinterpret_cast<const vec<In, V>*>(x)[k];
+    const vec<In, V> b = reinterpret_cast<const vec<In, V>*>(y)[k];
+#pragma unroll
+    for (int j = 0; j < V; ++j)
+      f(convert<Acc>(multiply_fn{}(load_direct(&a.v[j]), load_direct(&b.v[j]))));
+  }
 };
 
-// A full reduction of few contiguous elements in one block: one launch, no scratch memory.
+template <class Acc>
+struct partial_load {
+  const Acc* p;
+  __device__ Acc operator()(std::int64_t i) const { return p[i]; }
+};
+
+// One block reduces get(i), i in [0, n), to the result of a reduction of len elements: a small
+// full reduction (one launch, no scratch memory), or the partials of vector_partial_kernel.
 inline constexpr std::int64_t single_block_max = std::int64_t(1) << 14;
 
-template <reduce_op Op, class In, class Acc, class Out>
-__global__ void single_block_kernel(const In* p, std::int64_t len, Out* out) {
+template <reduce_op Op, class Acc, class Out, class Get>
+__global__ void single_block_kernel(Get get, std::int64_t n, std::int64_t len, Out* out) {
   using R = reducer_t<Op, Acc>;
   using block_reduce = cub::BlockReduce<Acc, block_threads>;
   __shared__ typename block_reduce::TempStorage temp;
   const R r{};
   Acc acc = R::identity();
-  for (std::int64_t i = threadIdx.x; i < len; i += blockDim.x)
-    acc = r(acc, to_acc_value<Op, Acc>(load_direct(p + i), i));
+  for (std::int64_t i = threadIdx.x; i < n; i += blockDim.x) acc = r(acc, get(i));
   acc = block_reduce(temp).Reduce(acc, r);
   if (threadIdx.x == 0) *out = finish<Op, Out>(acc, len);
 }
 
-// argmin/argmax of contiguous, 16-byte aligned data in two kernels: each block reduces its
-// grid-stride share of 16-byte vectors to one (value, index), then one block those partials.
-// (cub over a counting iterator loads one element at a time: 0.96x PyTorch at 2^28.) The
-// reducer breaks ties by index, so the order of combination cannot change the answer.
-inline constexpr int arg_partial_blocks = 1024;
+// A full reduction of contiguous, 16-byte aligned operands in two kernels: each block reduces
+// its grid-stride share of vectors to one partial, then single_block_kernel the partials. (cub
+// over a counting iterator loads one element at a time: argmin 0.96x PyTorch at 2^28.) argmin's
+// reducer breaks ties by index, so the order of combination cannot change its answer.
+inline constexpr int vector_partial_blocks = 1024;
 
-template <reduce_op Op, class In, class Acc>
-__global__ void arg_partial_kernel(const In* p, std::int64_t len, Acc* partial) {
+template <reduce_op Op, class Acc, class Load>
+__global__ void vector_partial_kernel(Load load, std::int64_t len, Acc* partial) {
   using R = reducer_t<Op, Acc>;
-  constexpr int V = vec_width<In>;
   using block_reduce = cub::BlockReduce<Acc, block_threads>;
   __shared__ typename block_reduce::TempStorage temp;
   const R r{};
   Acc acc = R::identity();
   const std::int64_t tid = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x, nvec = len / V;
-  for (std::int64_t k = tid; k < nvec; k += stride) {
-    const vec<In, V> x = reinterpret_cast<const vec<In, V>*>(p)[k];
-#pragma unroll
-    for (int j = 0; j < V; ++j)
-      acc = r(acc, to_acc_value<Op, Acc>(load_direct(&x.v[j]), k * V + j));
-  }
-  for (std::int64_t i = nvec * V + tid; i < len; i += stride)
-    acc = r(acc, to_acc_value<Op, Acc>(load_direct(p + i), i));
+  const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x, nvec = len / Load::V;
+  for (std::int64_t k = tid; k < nvec; k += stride) load.each(k, [&](Acc v) { acc = r(acc, v); });
+  for (std::int64_t i = nvec * Load::V + tid; i < len; i += stride) acc = r(acc, load(i));
   acc = block_reduce(temp).Reduce(acc, r);
   if (threadIdx.x == 0) partial[blockIdx.x] = acc;
-}
-
-template <reduce_op Op, class Acc, class Out>
-__global__ void arg_final_kernel(const Acc* partial, int n, std::int64_t len, Out* out) {
-  using R = reducer_t<Op, Acc>;
-  using block_reduce = cub::BlockReduce<Acc, block_threads>;
-  __shared__ typename block_reduce::TempStorage temp;
-  const R r{};
-  Acc acc = R::identity();
-  for (int i = threadIdx.x; i < n; i += blockDim.x) acc = r(acc, partial[i]);
-  acc = block_reduce(temp).Reduce(acc, r);
-  if (threadIdx.x == 0) *out = finish<Op, Out>(acc, len);
 }
 
 // Scratch memory on the stream, released in stream order.
@@ -202,6 +206,21 @@ struct scratch {
   scratch(const scratch&) = delete;
   scratch& operator=(const scratch&) = delete;
 };
+
+template <reduce_op Op, class Acc, class Out, class Load>
+void vector_reduce(const Load& load, const reduce_call& c) {
+  const cudaStream_t stream = to_stream(c.stream);
+  const auto blocks = static_cast<int>(
+      std::min<std::int64_t>(vector_partial_blocks, grid_for(c.len / Load::V + 1)));
+  scratch partial(sizeof(Acc) * std::size_t(blocks), c.stream);
+  Acc* acc = static_cast<Acc*>(partial.p);
+  vector_partial_kernel<Op, Acc><<<blocks, block_threads, 0, stream>>>(load, c.len, acc);
+  single_block_kernel<Op, Acc, Out><<<1, block_threads, 0, stream>>>(
+      partial_load<Acc>{acc}, blocks, c.len, reinterpret_cast<Out*>(c.out));
+  runtime::check_launch("arrayport.ops reduction kernel launch");
+}
+
+inline bool vector_aligned(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
 // A full reduction of `c.len` elements of `in`, each made an accumulator by `load`.
 template <reduce_op Op, class Acc, class Out, class It, class Load>
@@ -240,40 +259,32 @@ void run(const reduce_call& c) {
     constexpr auto item = std::int64_t(sizeof(In));
     if (c.n_out == 1 && c.red_ndim == 1 && c.in_types[0] == T && c.in_types[1] == T &&
         c.red_strides[0][0] == item && c.red_strides[1][0] == item) {
-      cub_full_reduce<Op, Acc, Out>(thrust::counting_iterator<std::int64_t>(0),
-                                    product_load<In, Acc>{reinterpret_cast<const In*>(c.in[0]),
-                                                          reinterpret_cast<const In*>(c.in[1])},
-                                    c);
+      const product_load<In, Acc> load{reinterpret_cast<const In*>(c.in[0]),
+                                       reinterpret_cast<const In*>(c.in[1])};
+      if (vector_aligned(load.x) && vector_aligned(load.y))
+        vector_reduce<Op, Acc, Out>(load, c);
+      else
+        cub_full_reduce<Op, Acc, Out>(thrust::counting_iterator<std::int64_t>(0), load, c);
       return;
     }
   } else {
-    if (c.contiguous && c.in_types[0] == T && c.len > 0 && c.len <= single_block_max) {
-      single_block_kernel<Op, In, Acc, Out><<<1, block_threads, 0, stream>>>(
-          reinterpret_cast<const In*>(c.in[0]), c.len, reinterpret_cast<Out*>(c.out));
-      runtime::check_launch("arrayport.ops reduction kernel launch");
-      return;
-    }
     if (c.contiguous && c.in_types[0] == T && c.len > 0) {
-      // A full reduction of contiguous data: argmin/argmax's own vector kernels where the start
-      // is 16-byte aligned, else cub::DeviceReduce.
-      if constexpr (is_arg_reduce(Op)) {
-        const auto* p = reinterpret_cast<const In*>(c.in[0]);
-        if (reinterpret_cast<std::uintptr_t>(p) % sizeof(vec<In, vec_width<In>>) == 0) {
-          const auto blocks = static_cast<int>(
-              std::min<std::int64_t>(arg_partial_blocks, grid_for(c.len / vec_width<In> + 1)));
-          scratch partial(sizeof(Acc) * std::size_t(blocks), c.stream);
-          Acc* acc = static_cast<Acc*>(partial.p);
-          arg_partial_kernel<Op, In, Acc><<<blocks, block_threads, 0, stream>>>(p, c.len, acc);
-          arg_final_kernel<Op, Acc, Out>
-              <<<1, block_threads, 0, stream>>>(acc, blocks, c.len, reinterpret_cast<Out*>(c.out));
-          runtime::check_launch("arrayport.ops reduction kernel launch");
-          return;
-        }
-        cub_full_reduce<Op, Acc, Out>(thrust::counting_iterator<std::int64_t>(0),
-                                      indexed_load<Op, In, Acc>{p}, c);
-      } else
+      const element_load<Op, In, Acc> load{reinterpret_cast<const In*>(c.in[0])};
+      if (c.len <= single_block_max) {
+        single_block_kernel<Op, Acc, Out>
+            <<<1, block_threads, 0, stream>>>(load, c.len, c.len, reinterpret_cast<Out*>(c.out));
+        runtime::check_launch("arrayport.ops reduction kernel launch");
+      } else if constexpr (is_arg_reduce(Op)) {
+        // A long full reduction: the vector kernels where the start is 16-byte aligned, else
+        // cub::DeviceReduce (through the index for argmin/argmax).
+        if (vector_aligned(load.p))
+          vector_reduce<Op, Acc, Out>(load, c);
+        else
+          cub_full_reduce<Op, Acc, Out>(thrust::counting_iterator<std::int64_t>(0), load, c);
+      } else {
         cub_full_reduce<Op, Acc, Out>(reinterpret_cast<const cub_load_t<In>*>(c.in[0]),
                                       to_acc<In, Acc>{}, c);
+      }
       return;
     }
   }
