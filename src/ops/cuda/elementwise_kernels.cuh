@@ -69,7 +69,8 @@ __device__ inline compute_t<arg_storage_t<Op, I, S>> flat_get(const gpu_args<N>&
   return scalar_of<A>(o);
 }
 
-template <op_id Op, class S, class F, std::size_t... I>
+// Arrays: every operand is an array, so the vector loop need not test for scalars.
+template <op_id Op, class S, bool Arrays, class F, std::size_t... I>
 __global__ void flat_kernel(F f, gpu_args<sizeof...(I)> a, std::index_sequence<I...>) {
   using O = result_storage_t<Op, S>;
   constexpr int V = vec_width<S>;
@@ -79,8 +80,14 @@ __global__ void flat_kernel(F f, gpu_args<sizeof...(I)> a, std::index_sequence<I
   std::int64_t tail = 0;
   if (a.aligned) {  // V elements of S a step (where's condition: V bools)
     const std::int64_t nvec = a.size / V;
-    for (std::int64_t k = tid; k < nvec; k += stride)
-      store_vec<O, V>(f, out, k, vec_get<Op, int(I), S, V>(a, k)...);
+    for (std::int64_t k = tid; k < nvec; k += stride) {
+      if constexpr (Arrays)
+        store_vec<O, V>(
+            f, out, k,
+            reinterpret_cast<const vec<arg_storage_t<Op, int(I), S>, V>*>(a.in[I].data)[k]...);
+      else
+        store_vec<O, V>(f, out, k, vec_get<Op, int(I), S, V>(a, k)...);
+    }
     tail = nvec * V;
   }
   for (std::int64_t i = tail + tid; i < a.size; i += stride)
@@ -183,8 +190,19 @@ void run(const ew_call& c) {
   a.aligned = aligned;
   if (c.flat) {
     constexpr int V = vec_width<S>;
-    flat_kernel<Op, S><<<grid_for((c.size + V - 1) / V), block_threads, 0, stream>>>(
-        f, a, std::make_index_sequence<N>{});
+    const unsigned grid = grid_for((c.size + V - 1) / V);
+    // power of two arrays has a kernel without the scalar test: faster for it, slower for other
+    // ops and for scalar exponents (docs/benchmarks.md, "Tuning constants of arrayport.ops").
+    if constexpr (Op == op_id::power) {
+      if (c.in[0].data && c.in[1].data) {
+        flat_kernel<Op, S, true>
+            <<<grid, block_threads, 0, stream>>>(f, a, std::make_index_sequence<N>{});
+        runtime::check_launch("arrayport.ops element-wise kernel launch");
+        return;
+      }
+    }
+    flat_kernel<Op, S, false>
+        <<<grid, block_threads, 0, stream>>>(f, a, std::make_index_sequence<N>{});
   } else {
     require_dims(c.layout.ndim, "arrayport.ops");
     a.ndim = c.layout.ndim;
