@@ -232,6 +232,13 @@ bool typed(const ew_call& c, std::index_sequence<I...>) {
   return ((!c.in[I].data || c.in[I].type == type_id_of<arg_storage_t<Op, int(I), S>>)&&...);
 }
 
+struct identity_fn {
+  template <class C>
+  C operator()(C x) const {
+    return x;
+  }
+};
+
 // astype over contiguous memory (is_contiguous_conversion): false where it is not one such run.
 template <class S>
 bool convert_contiguous(const ew_call& c) {
@@ -242,7 +249,7 @@ bool convert_contiguous(const ew_call& c) {
     const In* p = reinterpret_cast<const In*>(c.in[0].data);
     parallel_for(c.size, parallel_grain, [&](std::int64_t b, std::int64_t e) {
       // One rounding: what the strided path's load into S and store as S give.
-      for (std::int64_t i = b; i < e; ++i) out[i] = convert<S>(load_direct(p + i));
+      flat_loop_best(out, b, e, identity_fn{}, array_get<In>{p});
     });
     return true;
   };
@@ -281,11 +288,12 @@ void run_with(const ew_call& c, const F& f) {
 template <op_id Op, type_id T>
 void run(const ew_call& c) {
   using S = storage_t<T>;
-  if constexpr (std::is_same_v<S, float> && arity(Op) == 1) {
-    const float_map map = c.flat && c.in[0].data ? vector_math(Op) : nullptr;
+  if constexpr ((std::is_same_v<S, float> || std::is_same_v<S, double>)&&arity(Op) == 1 &&
+                std::is_same_v<result_storage_t<Op, S>, S>) {
+    const vector_map<S> map = c.flat && c.in[0].data ? vector_math<S>(Op) : nullptr;
     if (map) {
-      const float* x = reinterpret_cast<const float*>(c.in[0].data);
-      float* y = reinterpret_cast<float*>(c.out);
+      const S* x = reinterpret_cast<const S*>(c.in[0].data);
+      S* y = reinterpret_cast<S*>(c.out);
       parallel_for(c.size, parallel_grain,
                    [&](std::int64_t b, std::int64_t e) { map(x + b, y + b, e - b); });
       return;

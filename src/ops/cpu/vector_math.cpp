@@ -4,20 +4,22 @@
 #include <immintrin.h>
 
 #include <cstring>
+#include <type_traits>
+#include <utility>
 
 namespace arrayport::ops::cpu {
 namespace {
 
-// libmvec's AVX2 variants (x86-64 vector ABI names): __m256 f(__m256), as void* until called
-// from AVX2 code.
+// libmvec's AVX2 variants (x86-64 vector ABI names): __m256 f(__m256) or __m256d f(__m256d),
+// as void* until called from AVX2 code.
 constexpr struct {
   op_id op;
+  bool f64;
   const char* symbol;
-} vector_symbols[] = {{op_id::exp, "_ZGVdN8v_expf"},
-                      {op_id::log, "_ZGVdN8v_logf"},
-                      {op_id::sin, "_ZGVdN8v_sinf"},
-                      {op_id::cos, "_ZGVdN8v_cosf"},
-                      {op_id::tanh, "_ZGVdN8v_tanhf"}};  // glibc >= 2.35
+} vector_symbols[] = {{op_id::exp, false, "_ZGVdN8v_expf"},   {op_id::log, false, "_ZGVdN8v_logf"},
+                      {op_id::sin, false, "_ZGVdN8v_sinf"},   {op_id::cos, false, "_ZGVdN8v_cosf"},
+                      {op_id::tanh, false, "_ZGVdN8v_tanhf"},  // glibc >= 2.35
+                      {op_id::tanh, true, "_ZGVdN4v_tanh"}};
 constexpr int n_symbols = sizeof vector_symbols / sizeof vector_symbols[0];
 
 struct resolved {
@@ -40,38 +42,51 @@ const resolved& functions() {
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
-template <int K>
-__attribute__((target("avx2,fma"))) void apply(const float* x, float* y, std::int64_t n) {
-  using m256_fn = __m256 (*)(__m256);
-  const auto f = reinterpret_cast<m256_fn>(functions().fn[K]);
+template <class T, int K>
+__attribute__((target("avx2,fma"))) void apply(const T* x, T* y, std::int64_t n) {
+  constexpr int W = 32 / sizeof(T);
+  typedef T V __attribute__((vector_size(32)));
+  using fn = V (*)(V);
+  const auto f = reinterpret_cast<fn>(functions().fn[K]);
   std::int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, f(_mm256_loadu_ps(x + i)));
+  V v;
+  for (; i + W <= n; i += W) {
+    std::memcpy(&v, x + i, sizeof v);
+    v = f(v);
+    std::memcpy(y + i, &v, sizeof v);
+  }
   if (i < n) {  // the last lanes padded with ones (finite for every op here)
-    float lanes[8] = {1, 1, 1, 1, 1, 1, 1, 1};
-    std::memcpy(lanes, x + i, sizeof(float) * std::size_t(n - i));
-    _mm256_storeu_ps(lanes, f(_mm256_loadu_ps(lanes)));
-    std::memcpy(y + i, lanes, sizeof(float) * std::size_t(n - i));
+    T lanes[W];
+    for (auto& l : lanes) l = T(1);
+    std::memcpy(lanes, x + i, sizeof(T) * std::size_t(n - i));
+    std::memcpy(&v, lanes, sizeof v);
+    v = f(v);
+    std::memcpy(y + i, &v, sizeof(T) * std::size_t(n - i));
   }
 }
 
-template <int... K>
-float_map pick(int k, std::integer_sequence<int, K...>) {
-  constexpr float_map maps[] = {&apply<K>...};
+template <class T, int... K>
+vector_map<T> pick(int k, std::integer_sequence<int, K...>) {
+  constexpr vector_map<T> maps[] = {&apply<T, K>...};
   return maps[k];
 }
 #endif
 
 }  // namespace
 
-float_map vector_math(op_id op) noexcept {
+template <class T>
+vector_map<T> vector_math(op_id op) noexcept {
 #if defined(__x86_64__) && defined(__GNUC__)
   for (int k = 0; k < n_symbols; ++k)
-    if (vector_symbols[k].op == op)
-      return functions().fn[k] ? pick(k, std::make_integer_sequence<int, n_symbols>{}) : nullptr;
+    if (vector_symbols[k].op == op && vector_symbols[k].f64 == std::is_same_v<T, double>)
+      return functions().fn[k] ? pick<T>(k, std::make_integer_sequence<int, n_symbols>{}) : nullptr;
 #else
   (void)op;
 #endif
   return nullptr;
 }
+
+template vector_map<float> vector_math<float>(op_id) noexcept;
+template vector_map<double> vector_math<double>(op_id) noexcept;
 
 }  // namespace arrayport::ops::cpu
