@@ -156,11 +156,19 @@ ARRAYPORT_HOST_DEVICE inline float cos_(float x) { return cosf(x); }
 ARRAYPORT_HOST_DEVICE inline double cos_(double x) { return cos(x); }
 ARRAYPORT_HOST_DEVICE inline float tanh_(float x) { return tanhf(x); }
 ARRAYPORT_HOST_DEVICE inline double tanh_(double x) { return tanh(x); }
+// Forced inline on the CPU, so that a loop's AVX2 twin gets its own copy (an out-of-line
+// helper is compiled for the SSE2 baseline: floor without roundss).
+#if defined(__GNUC__) && !defined(__CUDACC__)
+#define ARRAYPORT_OPS_INLINE __attribute__((always_inline)) inline
+#else
+#define ARRAYPORT_OPS_INLINE inline
+#endif
+
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__CUDA_ARCH__)
 // fmod by the x87 partial remainder, exact as the C library's but about 3x faster; NumPy's
 // compiler inlines it so. A NaN result goes back to the library, whose NaN has its sign.
 template <class R>
-inline R fmod_x87_(R x, R y) {
+ARRAYPORT_OPS_INLINE R fmod_x87_(R x, R y) {
   long double r = x;
   asm("1: fprem\n\tfnstsw %%ax\n\tsahf\n\tjp 1b"
       : "+t"(r)
@@ -195,7 +203,7 @@ ARRAYPORT_HOST_DEVICE bool to_divisor_sign_(R b, R& mod) {
 }
 // NumPy's npy_divmod for floats: the floored quotient, and the remainder with the divisor's sign.
 template <class R>
-ARRAYPORT_HOST_DEVICE R divmod_(R a, R b, R& mod) {
+ARRAYPORT_HOST_DEVICE ARRAYPORT_OPS_INLINE R divmod_(R a, R b, R& mod) {
   mod = fmod_(a, b);
   if (b == R(0)) return a / b;
   R div = (a - mod) / b;
