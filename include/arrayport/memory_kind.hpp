@@ -56,6 +56,17 @@ constexpr bool is_gpu_resident(memory_kind kind) noexcept {
   return kind == memory_kind::device || kind == memory_kind::managed;
 }
 
+/// The kind of memory on a DLPack device: false for a device type arrayport does not take.
+constexpr bool kind_of_dlpack_device(arrayport_device_t d, memory_kind& out) noexcept {
+  switch (d.device_type) {
+    case ARRAYPORT_DEVICE_CPU: out = memory_kind::host; return true;
+    case ARRAYPORT_DEVICE_CUDA: out = memory_kind::device; return true;
+    case ARRAYPORT_DEVICE_CUDA_HOST: out = memory_kind::pinned; return true;
+    case ARRAYPORT_DEVICE_CUDA_MANAGED: out = memory_kind::managed; return true;
+  }
+  return false;
+}
+
 /// The DLPack device of memory of this kind on CUDA device `device` (ignored for host kinds).
 constexpr arrayport_device_t dlpack_device(memory_kind kind, int device) noexcept {
   switch (kind) {

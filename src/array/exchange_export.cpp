@@ -159,7 +159,7 @@ std::pair<std::string, std::string> take_current_exception() noexcept {
 
 memory_kind kind_of(arrayport_device_t d) {
   memory_kind kind;
-  if (!bridge::dl_device_kind(d, kind))
+  if (!kind_of_dlpack_device(d, kind))
     throw value_error("managed_tensor_allocator: prototype: unsupported DLPack device type " +
                       std::to_string(d.device_type) + ": expected " + bridge::dl_devices_taken);
   return kind;
@@ -223,7 +223,7 @@ int current_work_stream(std::int32_t device_type, std::int32_t device_id, void**
   return guarded<int>(-1, [&] {
     if (!out) throw value_error("current_work_stream: out_current_stream must not be NULL");
     memory_kind kind;
-    if (!bridge::dl_device_kind({device_type, device_id}, kind))
+    if (!kind_of_dlpack_device({device_type, device_id}, kind))
       throw value_error("current_work_stream: unsupported DLPack device type " +
                         std::to_string(device_type) + ": expected " + bridge::dl_devices_taken);
     if (device_id < 0)

@@ -8,6 +8,7 @@
 #include "cuda/current_stream.hpp"
 #include "common/errors.hpp"
 #include "bridge/consume.hpp"
+#include "bridge/type_cache.hpp"
 
 #include <arrayport/python/acquire.hpp>
 
@@ -306,6 +307,9 @@ void register_consume(nb::module_& m) {
       "obj"_a, "protocol"_a = nb::none(), "reads_only"_a = false,
       "The protocol the bridge picks for obj as a function argument (reads_only: one the "
       "callee only reads), acquiring and releasing it once (for tests).");
+  m.def("_unpublish_exchange_types", &bridge::unpublish_exchange_types,
+        "Empties the C API's exchange_types, so that typed parameters borrow exchange-API "
+        "arguments through the engine again (for tests).");
 }
 
 }  // namespace arrayport::ext

@@ -356,7 +356,11 @@ int borrow_typed(PyObject* obj, arrayport_dtype_t dtype, std::int32_t ndim, std:
   o.reads_only = !c.writable;
   o.producer_stream = (flags & ARRAYPORT_BORROW_PRODUCER_STREAM) != 0;
   try {
-    return borrow_with(obj, c, o, lookup_type(Py_TYPE(obj)), *view, extents) != 0;
+    const type_entry type = lookup_type(Py_TYPE(obj));
+    const std::uint32_t p = borrow_with(obj, c, o, type, *view, extents);
+    // Its next arguments are read inline (parameter.hpp), with no call into _core.
+    if (p == protocol_exchange) publish_exchange_type(type.type, type.exchange);
+    return p != 0;
   } catch (...) {  // describing a new type failed: acquire_view asks again and reports it
     PyErr_Clear();
     return 0;
@@ -378,6 +382,7 @@ void fill_api(arrayport_python_api_t& api) noexcept {
   api.traverse = traverse_for_c;
   api.numpy_array_type = &numpy_exact_type();
   api.borrow_typed = borrow_typed;
+  api.exchange_types = exchange_types();
 }
 
 }  // namespace arrayport::bridge

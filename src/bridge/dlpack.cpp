@@ -14,7 +14,7 @@ namespace {
 
 memory_kind kind_of_dl_device(const python::constraints& c, PyObject* obj, arrayport_device_t d) {
   memory_kind kind;
-  if (dl_device_kind(d, kind)) return kind;
+  if (kind_of_dlpack_device(d, kind)) return kind;
   fail_value(c, obj,
              "unsupported DLPack device type " + std::to_string(d.device_type) + ": expected " +
                  dl_devices_taken);
@@ -102,16 +102,6 @@ const arrayport_dl_tensor_t& adopt_versioned(held& a, const python::constraints&
                     std::to_string(t->version.minor) + ": expected 1.x");
   readonly = (t->flags & ARRAYPORT_DLPACK_FLAG_READ_ONLY) != 0;
   return t->dl_tensor;
-}
-
-bool dl_device_kind(arrayport_device_t d, memory_kind& out) noexcept {
-  switch (d.device_type) {
-    case ARRAYPORT_DEVICE_CPU: out = memory_kind::host; return true;
-    case ARRAYPORT_DEVICE_CUDA: out = memory_kind::device; return true;
-    case ARRAYPORT_DEVICE_CUDA_HOST: out = memory_kind::pinned; return true;
-    case ARRAYPORT_DEVICE_CUDA_MANAGED: out = memory_kind::managed; return true;
-  }
-  return false;
 }
 
 void from_dl_tensor(held& a, const python::constraints& c, PyObject* obj,

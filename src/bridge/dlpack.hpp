@@ -17,9 +17,6 @@ namespace arrayport::bridge {
 inline constexpr const char* dl_devices_taken =
     "kDLCPU (1), kDLCUDA (2), kDLCUDAHost (3) or kDLCUDAManaged (13)";
 
-/// The memory kind of a DLPack device type arrayport takes; false for the others.
-bool dl_device_kind(arrayport_device_t d, memory_kind& out) noexcept;
-
 /// Fills the view from a DLTensor (strides may be NULL: compact row-major; byte_offset applied).
 void from_dl_tensor(held& a, const python::constraints& c, PyObject* obj,
                     const arrayport_dl_tensor_t& t, bool readonly);

@@ -107,8 +107,9 @@ bool exchange_borrow(PyObject* obj, const dl_exchange_api& api, const python::co
   const arrayport::dtype expected = c.dtypes[0];
   const int rank = c.ndim;
   memory_kind kind;
-  if (!dl_device_kind(t.device, kind) || t.ndim != rank ||
-      arrayport::dtype::from_c(t.dtype) != expected || !reaches(c, kind) || (rank > 0 && !t.shape))
+  if (!kind_of_dlpack_device(t.device, kind) || t.ndim != rank ||
+      arrayport::dtype::from_c(t.dtype) != expected || !reaches(c, kind) ||
+      (rank > 0 && !t.shape) || (is_gpu_resident(kind) && t.device.device_id < 0))
     return false;
   std::int64_t compact[8];  // written by compact_strides before it is read
   if (!t.strides && (rank > 8 || !compact_strides(t.shape, rank, compact,

@@ -72,6 +72,22 @@ type_cache& types() noexcept {
 
 namespace {
 
+struct exchange_table {
+  arrayport_exchange_type_t entries[ARRAYPORT_EXCHANGE_TYPES] = {};
+  int next = 0;  // the entry filled longest ago
+};
+
+exchange_table& exchange() noexcept {
+  static exchange_table table;
+  return table;
+}
+
+}  // namespace
+
+const arrayport_exchange_type_t* exchange_types() noexcept { return exchange().entries; }
+
+namespace {
+
 // The slot of `type`, or of the empty slot where it would go.
 int slot_of(const type_cache& c, const PyTypeObject* type) noexcept {
   // Type objects are 8-aligned and hundreds of bytes apart: the low bits carry nothing.
@@ -100,6 +116,22 @@ type_entry lookup_type(PyTypeObject* type) {
   return e;
 }
 
+void publish_exchange_type(PyTypeObject* type,
+                           const arrayport_dlpack_exchange_api_t* api) noexcept {
+  exchange_table& t = exchange();
+  for (const arrayport_exchange_type_t& e : t.entries)
+    if (e.type == type) return;
+  const type_cache& c = types();
+  // Only a type the cache references outlives the entry: an uncached one may be freed.
+  if (!api || c.entries[slot_of(c, type)].type != type) return;
+  arrayport_exchange_type_t& e = t.entries[t.next];
+  e.api = api;  // the table first: a reader matches the type, then reads its table
+  e.type = type;
+  t.next = (t.next + 1) % ARRAYPORT_EXCHANGE_TYPES;
+}
+
+void unpublish_exchange_types() noexcept { exchange() = exchange_table{}; }
+
 void remember_dlpack(PyTypeObject* type, int cuda, bool legacy) noexcept {
   type_cache& c = types();
   type_entry& e = c.entries[slot_of(c, type)];
@@ -115,6 +147,7 @@ void forget_protocol(PyTypeObject* type, std::uint32_t protocol) noexcept {
 }
 
 void clear_type_cache() noexcept {
+  unpublish_exchange_types();  // its types are the cache's: dropped with it
   type_cache& c = types();
   for (type_entry& e : c.entries)
     if (e.type) Py_DECREF(e.type);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <arrayport/c/dlpack.h>
+#include <arrayport/python/api.h>
 
 #include <Python.h>
 
@@ -46,6 +47,17 @@ void remember_dlpack(PyTypeObject* type, int cuda, bool legacy) noexcept;
 /// Stops offering `protocol` for `type`: what a type advertises but refuses (CuPy's buffer
 /// protocol for memory the CPU cannot reach) is not tried again.
 void forget_protocol(PyTypeObject* type, std::uint32_t protocol) noexcept;
+
+/// The exchange-API producer types the typed parameters read inline (C API 1.5's
+/// exchange_types): ARRAYPORT_EXCHANGE_TYPES entries.
+const arrayport_exchange_type_t* exchange_types() noexcept;
+
+/// Puts a cached type (one the cache references) with its exchange table into exchange_types,
+/// in place of the entry filled longest ago; a type already there, or not cached, is left.
+void publish_exchange_type(PyTypeObject* type, const arrayport_dlpack_exchange_api_t* api) noexcept;
+
+/// Empties exchange_types (the types stay cached).
+void unpublish_exchange_types() noexcept;
 
 /// numpy.ndarray itself (not a subclass) once a lookup has met it; the C API publishes where it
 /// is kept, for the typed parameters' inline fast path. Never freed: the cache holds a reference.

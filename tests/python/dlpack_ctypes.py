@@ -220,10 +220,12 @@ class _ExchangeAPI(ctypes.Structure):
                 ("current_work_stream", _WORK_STREAM)]
 
 
-def exchange_type():
+def exchange_type(stream=None, fail_stream=False):
     """A fresh type (a fresh cache entry) offering only the DLPack C exchange API, as PyTorch's
-    tensors do: instances take Producer's arguments, and the API hands out each one's tensor
-    (owned, with a counted deleter, or borrowed for a call)."""
+    tensors do: instances take Producer's arguments (and `fail_tensor`: the borrowed tensor is
+    refused, returning -1), and the API hands out each one's tensor (owned, with a counted
+    deleter, or borrowed for a call). Its current work stream is `stream`, or -1 with
+    `fail_stream`."""
 
     def producer(obj_ptr):
         return ctypes.cast(obj_ptr, ctypes.py_object).value.p
@@ -250,13 +252,16 @@ def exchange_type():
 
     @_DLTENSOR_FROM_PY
     def dltensor_from_py(obj_ptr, out):
-        out[0] = producer(obj_ptr)._tensor()  # borrowed: the producer keeps shape and strides
+        p = producer(obj_ptr)
+        if getattr(p, "fail_tensor", False):
+            return -1
+        out[0] = p._tensor()  # borrowed: the producer keeps shape and strides
         return 0
 
     @_WORK_STREAM
     def work_stream(_device_type, _device_id, out):
-        out[0] = None
-        return 0
+        out[0] = stream
+        return -1 if fail_stream else 0
 
     api = _ExchangeAPI()
     api.header.version = DLPackVersion(1, 2)
@@ -264,11 +269,27 @@ def exchange_type():
     api.dltensor_from_py_object_no_sync = dltensor_from_py
     api.current_work_stream = work_stream
 
-    def __init__(self, **kw):
+    def __init__(self, fail_tensor=False, **kw):
         self.p = Producer(**kw)
+        self.p.fail_tensor = fail_tensor
 
     # DLPack 1.3's spelling, a capsule (the int address of 1.2 is taken only from C types).
     capsule = _pyapi.PyCapsule_New(ctypes.addressof(api), b"dlpack_exchange_api", None)
     return type("ExchangeProducer", (), {
         "__init__": __init__, "__dlpack_c_exchange_api__": capsule,
         "_keep": (api, from_py, dltensor_from_py, work_stream)})
+
+
+def published_exchange_types():
+    """arrayport._core's C API 1.5 exchange_types: (type or None, table address) per entry."""
+    import arrayport
+
+    class _Api(ctypes.Structure):  # the leading fields of arrayport_python_api_t, as laid out
+        _fields_ = [("head", ctypes.c_void_p * 15), ("exchange_types", ctypes.POINTER(ctypes.c_void_p * 8))]
+
+    get = _pyapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    api = _Api.from_address(get(arrayport._core._C_API, b"arrayport._core._C_API"))
+    raw = list(api.exchange_types.contents)
+    return [(ctypes.cast(raw[i], ctypes.py_object).value if raw[i] else None, raw[i + 1])
+            for i in range(0, 8, 2)]

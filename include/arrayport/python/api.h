@@ -13,6 +13,7 @@
 
 #include <Python.h>
 
+#include <arrayport/c/dlpack.h>
 #include <arrayport/c/view.h>
 
 #ifdef __cplusplus
@@ -20,7 +21,7 @@ extern "C" {
 #endif
 
 #define ARRAYPORT_PYTHON_API_MAJOR 1
-#define ARRAYPORT_PYTHON_API_MINOR 4
+#define ARRAYPORT_PYTHON_API_MINOR 5
 #define ARRAYPORT_PYTHON_API_CAPSULE "arrayport._core._C_API"
 
 /* The exchange protocols, as bits (arrayport_acquire_request_t.protocols; the protocol used). */
@@ -66,6 +67,13 @@ typedef struct arrayport_acquired {
   uint32_t reserved;
   int64_t extents[16]; /* a borrowed view's shape and strides (it has at most 8 dimensions) */
 } arrayport_acquired_t;
+
+/* A producer type with the DLPack C exchange API, and its table (since 1.5). */
+#define ARRAYPORT_EXCHANGE_TYPES 4
+typedef struct arrayport_exchange_type {
+  PyTypeObject* type; /* NULL: an unused entry */
+  const arrayport_dlpack_exchange_api_t* api;
+} arrayport_exchange_type_t;
 
 typedef struct arrayport_python_api {
   uint32_t abi_major; /* ARRAYPORT_PYTHON_API_MAJOR of the producer */
@@ -134,6 +142,14 @@ typedef struct arrayport_python_api {
    * `flags` may hold ARRAYPORT_BORROW_PRODUCER_STREAM (an older _core returns 0 for it). */
   int (*borrow_typed)(PyObject* obj, arrayport_dtype_t dtype, int32_t ndim, uint32_t flags,
                       arrayport_view_t* view, int64_t* extents);
+
+  /* ---- since 1.5: read only when abi_minor >= 5 ---- */
+
+  /* ARRAYPORT_EXCHANGE_TYPES producer types with the DLPack C exchange API (PyTorch's Tensor)
+   * whose arguments borrow_typed has lately borrowed, with their tables: their typed arguments
+   * may be read inline through the table (arrayport/python/exchange.hpp). A type here is kept
+   * alive for the process; between calls (GIL held) _core may put another in its entry. */
+  const arrayport_exchange_type_t* exchange_types;
 } arrayport_python_api_t;
 
 /* acquire() flags. */

@@ -7,6 +7,7 @@
 
 #include <arrayport/config.hpp>
 #include <arrayport/python/acquire.hpp>
+#include <arrayport/python/exchange.hpp>
 #include <arrayport/view.hpp>
 
 #include <cstddef>
@@ -35,12 +36,13 @@ namespace python {
 namespace detail {
 
 // The typed parameters' inline fast path. A function argument (call-scoped: the caller holds the
-// object until the call returns) that is an exact arrayport.Array or numpy.ndarray (public ABIs)
-// and meets every constraint of view<T, Rank, Space> becomes the view with no holder, no
-// reference and no call into arrayport._core. CuPy, JAX and exchange-API producers are borrowed
-// by the engine's borrow_typed (C API 1.3). Anything else returns false: acquire() decides,
-// with its messages. With `producer_stream`, the view is taken on its producer's stream, which is
-// stored there (on_producer_stream).
+// object until the call returns) that is an exact arrayport.Array or numpy.ndarray, or of a type
+// whose DLPack exchange table _core has published (public ABIs), and meets every constraint of
+// view<T, Rank, Space> becomes the view with no holder, no reference and no call into
+// arrayport._core. CuPy, JAX and other exchange-API producers are borrowed by the engine's
+// borrow_typed (C API 1.3). Anything else returns false: acquire() decides, with its messages.
+// With `producer_stream`, the view is taken on its producer's stream, which is stored there
+// (on_producer_stream).
 template <class T, std::size_t Rank, class Space>
 ARRAYPORT_FLATTEN inline bool typed_view_fast(PyObject* obj, arrayport::view<T, Rank, Space>& out,
                                               stream_handle* producer_stream = nullptr) noexcept {
@@ -76,6 +78,8 @@ ARRAYPORT_FLATTEN inline bool typed_view_fast(PyObject* obj, arrayport::view<T, 
     return true;
   }
   if (api->abi_minor < 2 || type != *api->numpy_array_type || !type) {
+    if (const arrayport_dlpack_exchange_api_t* x = published_exchange_api(*api, type))
+      return exchange_typed_view(obj, *x, out, producer_stream);
     if (api->abi_minor < (producer_stream ? 4 : 3) || !api->borrow_typed) return false;
     constexpr std::uint32_t flags = acquire_flags(typed_constraints<T, Rank, Space>::make("array"));
     arrayport_view_t v;

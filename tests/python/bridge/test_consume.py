@@ -13,7 +13,7 @@ import pytest
 import arrayport as ap
 from arrayport import _core
 from dlpack_ctypes import (DLDataType, DLPackOnly, FakeJax, Producer, exchange_type, fake_jax_address,
-                           fake_jax_type)
+                           fake_jax_type, published_exchange_types)
 
 DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
           "float16", "float32", "float64", "complex64", "complex128"]
@@ -528,7 +528,9 @@ def _c_api():
                     # since 1.3
                     ("borrow_typed", ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, DLDataType,
                                                        ctypes.c_int32, ctypes.c_uint32,
-                                                       ctypes.c_void_p, ctypes.c_void_p))]
+                                                       ctypes.c_void_p, ctypes.c_void_p)),
+                    # since 1.5: ARRAYPORT_EXCHANGE_TYPES (type, table) pairs
+                    ("exchange_types", ctypes.POINTER(ctypes.c_void_p * 8))]
 
     api = ctypes.pythonapi
     api.PyCapsule_GetPointer.restype = ctypes.c_void_p
@@ -604,7 +606,7 @@ def _acquire_view(obj, size=None, tail=b"", **fields):
 
 def test_c_api_1_2_acquire_view_takes_a_versioned_request():
     table = _c_api()
-    assert (table.abi_major, table.abi_minor) == (1, 4)
+    assert (table.abi_major, table.abi_minor) == (1, 5)
     assert _acquire_view(np.arange(3.0)) == (0, 0x04)  # the buffer protocol (NumPy's struct)
     assert _acquire_view(ap.zeros((2,), "float32", memory="host")) == (0, 0x01)
     assert _acquire_view(memoryview(b"ab"), name=b"m")[0] == 0
@@ -642,10 +644,47 @@ def test_c_api_1_3_borrow_typed_borrows_only_what_it_can_decide_alone():
         assert borrow(obj, dtype, ndim, flags) == 0, (obj, dtype, ndim, flags)
 
 
+def test_c_api_1_5_publishes_the_exchange_types_it_borrowed_from():
+    import ctypes
+
+    table = _c_api()
+    view = ctypes.create_string_buffer(72)
+    ext = (ctypes.c_int64 * 16)()
+
+    def borrow(obj, ndim=1):
+        return table.borrow_typed(obj, DLDataType(2, 64, 1), ndim, 0, ctypes.addressof(view),
+                                  ctypes.addressof(ext))
+
+    def address(t):
+        return ctypes.pythonapi.PyCapsule_GetPointer(t.__dlpack_c_exchange_api__, b"dlpack_exchange_api")
+
+    ctypes.pythonapi.PyCapsule_GetPointer.restype = ctypes.c_void_p
+    ctypes.pythonapi.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    types = [exchange_type() for _ in range(6)]
+    # A refused borrow (another rank) publishes nothing; a borrowed one publishes the type once.
+    assert borrow(types[0](), ndim=2) == 0
+    assert types[0] not in [t for t, _ in published_exchange_types()]
+    assert borrow(types[0]()) == 1 and borrow(types[0]()) == 1
+    assert [t for t, _ in published_exchange_types()].count(types[0]) == 1
+    assert (types[0], address(types[0])) in published_exchange_types()
+    # Four entries: a fifth type takes the place of the one published longest ago.
+    for t in types[1:5]:
+        assert borrow(t()) == 1
+    entries = published_exchange_types()
+    assert [t for t, _ in entries].count(None) == 0
+    assert set(map(id, (t for t, _ in entries))) == set(map(id, types[1:5]))
+    assert all(a == address(t) for t, a in entries)
+    # Arguments of a published type keep the table's answers (read inline by the typed
+    # parameters, parameter.hpp): the same view through borrow_typed.
+    x = types[4](values=(1.0, 2.0, 3.0))
+    assert borrow(x) == 1 and list(ext[:2]) == [3, 1]
+    assert ctypes.c_void_p.from_buffer(view, 8).value == x.p.data
+
+
 def test_c_api_1_2_refuses_requests_it_cannot_read():
     with pytest.raises(ValueError, match=r"expected a request of at least 56 bytes, got 8 bytes"):
         _acquire_view(np.arange(3.0), size=8)
-    with pytest.raises(ValueError, match=r"asks for options this arrayport._core \(C API 1.4, 56 bytes\)"):
+    with pytest.raises(ValueError, match=r"asks for options this arrayport._core \(C API 1.5, 56 bytes\)"):
         _acquire_view(np.arange(3.0), tail=b"\0\0\0\1")
     with pytest.raises(ValueError, match="both host-only and device-only"):
         _acquire_view(np.arange(3.0), flags=0x2 | 0x4)
