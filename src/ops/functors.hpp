@@ -134,7 +134,7 @@ ARRAYPORT_HOST_DEVICE C wrap_mul(C a, C b) {
   } else if constexpr (std::is_same_v<C, std::uint8_t>) {
     return static_cast<C>(static_cast<unsigned>(a) * static_cast<unsigned>(b));
   } else {
-    return static_cast<C>(a * b);
+    return static_cast<C>(mul_rn(a, b));  // never fused into an add that follows (axpy), as NumPy
   }
 }
 
