@@ -15,6 +15,7 @@
 #include <nanobind/stl/string.h>
 
 #include <cstddef>
+#include <cstring>
 #include <new>
 #include <string>
 #include <utility>
@@ -30,7 +31,7 @@ namespace {
 // with it. A GC-tracked object (a capsule is not), so that a producer that keeps a view of itself
 // (x.me = arrayport.view(x)) makes a cycle the collector sees, frees, and releases exactly once.
 struct holder_object {
-  PyObject_HEAD python::acquired held;
+  PyObject_HEAD bridge::held held;  // the engine acquires into it: no request, no C API hop
   arrayport_view_t view;  // what the Array views: held's, or cuda.register's pinned rewrite
   void* locked;           // pages cuda.register page-locked: unlocked before the producer goes
 };
@@ -56,7 +57,7 @@ void holder_dealloc(PyObject* self) {
   PyObject_GC_UnTrack(self);
   auto* h = reinterpret_cast<holder_object*>(self);
   holder_release(h);
-  h->held.~acquired();
+  h->held.~held();
   PyTypeObject* type = Py_TYPE(self);
   type->tp_free(self);
   Py_DECREF(type);
@@ -80,13 +81,17 @@ PyType_Spec holder_spec = {"arrayport._core._Held", sizeof(holder_object), 0,
                            Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, holder_slots};
 
 // A new holder that takes over `a` (its view is the Array's until changed).
-nb::object make_holder(python::acquired&& a) {
+nb::object acquire_holder(PyObject* obj, const python::constraints& c,
+                          const python::acquire_options& o) {
   auto* h = reinterpret_cast<holder_object*>(holder_type->tp_alloc(holder_type, 0));
   if (!h) throw nb::python_error();
-  new (&h->held) python::acquired(std::move(a));
-  h->view = h->held.c_view();
+  new (&h->held) bridge::held();
   h->locked = nullptr;
-  return nb::steal(reinterpret_cast<PyObject*>(h));
+  std::memset(&h->view, 0, sizeof h->view);
+  nb::object holder = nb::steal(reinterpret_cast<PyObject*>(h));  // releases what a failure left
+  bridge::acquire(h->held, obj, c, o);
+  h->view = h->held.view;
+  return holder;
 }
 
 holder_object* as_holder(nb::handle h) noexcept {
@@ -128,9 +133,9 @@ const char* protocol_name(std::uint32_t p) {
   return "none";
 }
 
-python::acquired acquire_for_python(nb::handle obj, stream_handle stream, bool sync,
-                                    std::uint32_t protocols, bool call_scoped,
-                                    bool reads_only = false) {
+// A holder of obj's view, acquired as view() and asarray() take foreign arrays.
+nb::object holder_for_python(nb::handle obj, stream_handle stream, bool sync,
+                             std::uint32_t protocols, bool call_scoped, bool reads_only = false) {
   python::acquire_options o;
   o.stream = stream;
   o.stream_given = true;
@@ -141,7 +146,7 @@ python::acquired acquire_for_python(nb::handle obj, stream_handle stream, bool s
   python::constraints c;
   c.name = "obj";
   try {
-    return python::acquire(obj.ptr(), c, o);
+    return acquire_holder(obj.ptr(), c, o);
   } catch (const python::error_already_set&) {
     throw_producer_error(obj, c.name);
   }
@@ -153,7 +158,6 @@ nb::object array_holding(nb::handle holder) {
   if (!array) throw nb::python_error();
   return nb::steal(array);
 }
-nb::object array_holding(python::acquired&& a) { return array_holding(make_holder(std::move(a))); }
 
 nb::object register_host(nb::handle obj) {
   runtime::require_device("cuda.register");
@@ -166,7 +170,7 @@ nb::object register_host(nb::handle obj) {
   // alive and unlocks the pages before letting it go.
   nb::object holder;
   try {
-    holder = make_holder(python::acquire(obj.ptr(), c, o));
+    holder = acquire_holder(obj.ptr(), c, o);
   } catch (const python::error_already_set&) {
     throw_producer_error(obj, c.name);
   }
@@ -220,7 +224,7 @@ nb::object view(nb::handle obj, nb::handle stream, nb::handle sync, nb::handle p
     if (synced) bridge::order_array_stream(as_array(obj.ptr())->view, s);
     return nb::borrow(obj);
   }
-  return array_holding(acquire_for_python(obj, s, synced, protocols, false));
+  return array_holding(holder_for_python(obj, s, synced, protocols, false));
 }
 
 bool offers_array_protocol(nb::handle obj) {
@@ -249,7 +253,7 @@ nb::object view_foreign(PyObject* obj, stream_handle stream) {
   // device memory); the view lives only for the caller's call.
   constexpr std::uint32_t protocols = python::protocol_all & ~python::protocol_buffer;
   try {
-    return array_holding(acquire_for_python(obj, stream, true, protocols, true));
+    return array_holding(holder_for_python(obj, stream, true, protocols, true));
   } catch (const python::not_an_array&) {
     return nb::object();
   }
@@ -257,7 +261,7 @@ nb::object view_foreign(PyObject* obj, stream_handle stream) {
 
 PyObject* acquired_producer(PyObject* base) noexcept {
   if (!base || Py_TYPE(base) != holder_type) return nullptr;
-  return reinterpret_cast<holder_object*>(base)->held.owner();
+  return reinterpret_cast<holder_object*>(base)->held.owner;
 }
 
 void register_consume(nb::module_& m) {
@@ -300,9 +304,9 @@ void register_consume(nb::module_& m) {
   m.def(
       "_acquire_protocol",
       [](nb::handle obj, nb::handle protocol, bool reads_only) {
-        python::acquired a = acquire_for_python(obj, parse_stream(nb::none()), true,
-                                                parse_protocol(protocol), true, reads_only);
-        return std::string(protocol_name(a.protocol_used()));
+        nb::object h = holder_for_python(obj, parse_stream(nb::none()), true,
+                                         parse_protocol(protocol), true, reads_only);
+        return std::string(protocol_name(as_holder(h)->held.protocol));
       },
       "obj"_a, "protocol"_a = nb::none(), "reads_only"_a = false,
       "The protocol the bridge picks for obj as a function argument (reads_only: one the "

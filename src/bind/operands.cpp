@@ -3,6 +3,7 @@
 
 #include "array/array.hpp"
 #include "array/array_internal.hpp"
+#include "bridge/consume.hpp"
 #include "common/arguments.hpp"
 #include "common/gil.hpp"
 #include "common/scalars.hpp"
@@ -106,7 +107,7 @@ void read_operand(const operand& in, const char* op_name, stream_handle stream, 
   opts.stream_given = true;
   opts.call_scoped = true;  // released before the op returns to Python
   try {
-    h.held.emplace(python::acquire(o, c, opts));
+    h.held.emplace(bridge::acquire_here(o, c, opts));
   } catch (const python::not_an_array&) {
     throw type_error(std::string(label) +
                      ": expected an arrayport.Array, any array (buffer protocol, __dlpack__ or "

@@ -189,6 +189,21 @@ void acquire(held& a, PyObject* obj, const python::constraints& c,
   acquire_with(a, obj, c, o, lookup_type(Py_TYPE(obj)));
 }
 
+python::acquired acquire_here(PyObject* obj, const python::constraints& c,
+                              const python::acquire_options& o) {
+  python::acquired a;
+  if (obj && python::detail::acquire_access::inline_path(a, obj, c, o)) return a;
+  held* h = make_held();
+  try {
+    acquire(*h, obj, c, o);
+  } catch (...) {
+    free_held(h);
+    throw;
+  }
+  python::detail::acquire_access::adopt(a, h->view, h, h->protocol);
+  return a;
+}
+
 void read_request(const arrayport_acquire_request_t* request, python::constraints& c,
                   python::acquire_options& o) {
   constexpr std::size_t known = sizeof(arrayport_acquire_request_t);
@@ -249,16 +264,6 @@ void read_request(const arrayport_acquire_request_t* request, python::constraint
 
 namespace {
 
-// The engine's message as the Python error: bytes a producer put in it (a buffer format, a
-// typestr) that are not UTF-8 are escaped, so the message still names the argument.
-void set_message(PyObject* type, const char* what) noexcept {
-  PyObject* text =
-      PyUnicode_DecodeUTF8(what, static_cast<Py_ssize_t>(std::strlen(what)), "backslashreplace");
-  if (!text) return;  // out of memory: that error stands
-  PyErr_SetObject(type, text);
-  Py_DECREF(text);
-}
-
 int acquire_view(PyObject* obj, const arrayport_acquire_request_t* request,
                  arrayport_acquired_t* out) noexcept {
   python::constraints c;
@@ -292,19 +297,19 @@ int acquire_view(PyObject* obj, const arrayport_acquire_request_t* request,
     return ARRAYPORT_ACQUIRE_OK;
   } catch (const python::not_an_array& e) {
     free_held(h);
-    set_message(PyExc_TypeError, e.what());
+    python::detail::set_message(PyExc_TypeError, e.what());
     return ARRAYPORT_ACQUIRE_NOT_AN_ARRAY;
   } catch (const type_error& e) {
     free_held(h);
-    set_message(PyExc_TypeError, e.what());
+    python::detail::set_message(PyExc_TypeError, e.what());
     return ARRAYPORT_ACQUIRE_REFUSED;
   } catch (const value_error& e) {
     free_held(h);
-    set_message(PyExc_ValueError, e.what());
+    python::detail::set_message(PyExc_ValueError, e.what());
     return ARRAYPORT_ACQUIRE_REFUSED;
   } catch (const buffer_error& e) {
     free_held(h);
-    set_message(PyExc_BufferError, e.what());
+    python::detail::set_message(PyExc_BufferError, e.what());
     return ARRAYPORT_ACQUIRE_REFUSED;
   } catch (...) {
     free_held(h);

@@ -205,6 +205,16 @@ struct acquire_access {
     return true;
   }
 
+  // A view and handle the engine made without a request (arrayport._core's own callers, which
+  // reach it directly), as an acquired that releases the handle.
+  static void adopt(acquired& a, const arrayport_view_t& v, void* handle,
+                    std::uint32_t protocol) noexcept {
+    a.m.view = v;
+    a.m.handle = handle;
+    a.m.protocol = protocol;
+    a.m_active = true;
+  }
+
   // Through the engine; throws what acquire() documents.
   static void engine_path(acquired& a, PyObject* obj, const constraints& c,
                           const acquire_options& o) {

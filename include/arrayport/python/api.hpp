@@ -70,6 +70,16 @@ inline void ensure_error_set(const char* argument, PyObject* producer, const cha
                producer ? Py_TYPE(producer)->tp_name : "the producer");
 }
 
+/// Sets `type` with the message `what`: bytes a producer put in it (a buffer format, a typestr)
+/// that are not UTF-8 are escaped, so the error is still `type`, naming the argument.
+inline void set_message(PyObject* type, const char* what) noexcept {
+  PyObject* text =
+      PyUnicode_DecodeUTF8(what, static_cast<Py_ssize_t>(std::strlen(what)), "backslashreplace");
+  if (!text) return;  // out of memory: that error stands
+  PyErr_SetObject(type, text);
+  Py_DECREF(text);
+}
+
 /// The producer's type as messages name it: "numpy.ndarray", "memoryview".
 inline std::string type_name(PyObject* obj) {
   // Held: a metaclass's __module__ may run code that reassigns obj.__class__.
@@ -194,11 +204,11 @@ inline bool set_mapped_error() noexcept {
     const arrayport_python_api_t* table = loaded_api();
     PyErr_SetString(table ? table->no_device_error : PyExc_RuntimeError, e.what());
   } catch (const type_error& e) {
-    PyErr_SetString(PyExc_TypeError, e.what());
+    detail::set_message(PyExc_TypeError, e.what());
   } catch (const value_error& e) {
-    PyErr_SetString(PyExc_ValueError, e.what());
+    detail::set_message(PyExc_ValueError, e.what());
   } catch (const buffer_error& e) {
-    PyErr_SetString(PyExc_BufferError, e.what());
+    detail::set_message(PyExc_BufferError, e.what());
   } catch (...) {
     return false;
   }
