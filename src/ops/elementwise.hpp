@@ -7,7 +7,7 @@
 // dtype) only: an input of another dtype is converted in its load, never by a kernel per pair.
 #pragma once
 
-#include "ops/functors.hpp"
+#include "ops/op_id.hpp"
 #include "ops/types.hpp"
 
 #include <arrayport/c/view.h>
