@@ -121,16 +121,22 @@ void publish_exchange_type(PyTypeObject* type,
   exchange_table& t = exchange();
   for (const arrayport_exchange_type_t& e : t.entries)
     if (e.type == type) return;
-  const type_cache& c = types();
-  // Only a type the cache references outlives the entry: an uncached one may be freed.
-  if (!api || c.entries[slot_of(c, type)].type != type) return;
+  if (!api) return;
+  // The entry holds its own reference (the type cache may be full): a listed type is never freed.
+  Py_INCREF(type);
   arrayport_exchange_type_t& e = t.entries[t.next];
+  PyTypeObject* evicted = e.type;
   e.api = api;  // the table first: a reader matches the type, then reads its table
   e.type = type;
   t.next = (t.next + 1) % ARRAYPORT_EXCHANGE_TYPES;
+  Py_XDECREF(evicted);  // last: its dealloc may run Python code, the table is consistent by then
 }
 
-void unpublish_exchange_types() noexcept { exchange() = exchange_table{}; }
+void unpublish_exchange_types() noexcept {
+  exchange_table dropped = exchange();
+  exchange() = exchange_table{};
+  for (const arrayport_exchange_type_t& e : dropped.entries) Py_XDECREF(e.type);
+}
 
 void remember_dlpack(PyTypeObject* type, int cuda, bool legacy) noexcept {
   type_cache& c = types();
@@ -147,7 +153,7 @@ void forget_protocol(PyTypeObject* type, std::uint32_t protocol) noexcept {
 }
 
 void clear_type_cache() noexcept {
-  unpublish_exchange_types();  // its types are the cache's: dropped with it
+  unpublish_exchange_types();
   type_cache& c = types();
   for (type_entry& e : c.entries)
     if (e.type) Py_DECREF(e.type);

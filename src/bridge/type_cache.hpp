@@ -52,11 +52,11 @@ void forget_protocol(PyTypeObject* type, std::uint32_t protocol) noexcept;
 /// exchange_types): ARRAYPORT_EXCHANGE_TYPES entries.
 const arrayport_exchange_type_t* exchange_types() noexcept;
 
-/// Puts a cached type (one the cache references) with its exchange table into exchange_types,
-/// in place of the entry filled longest ago; a type already there, or not cached, is left.
+/// Puts a type with its exchange table into exchange_types (a reference taken), in place of the
+/// entry filled longest ago (its reference dropped); a type already there is left.
 void publish_exchange_type(PyTypeObject* type, const arrayport_dlpack_exchange_api_t* api) noexcept;
 
-/// Empties exchange_types (the types stay cached).
+/// Empties exchange_types, dropping its references.
 void unpublish_exchange_types() noexcept;
 
 /// numpy.ndarray itself (not a subclass) once a lookup has met it; the C API publishes where it

@@ -147,8 +147,8 @@ typedef struct arrayport_python_api {
 
   /* ARRAYPORT_EXCHANGE_TYPES producer types with the DLPack C exchange API (PyTorch's Tensor)
    * whose arguments borrow_typed has lately borrowed, with their tables: their typed arguments
-   * may be read inline through the table (arrayport/python/exchange.hpp). A type here is kept
-   * alive for the process; between calls (GIL held) _core may put another in its entry. */
+   * may be read inline through the table (arrayport/python/exchange.hpp). _core holds a
+   * reference to each type listed; between calls (GIL held) it may put another in its entry. */
   const arrayport_exchange_type_t* exchange_types;
 } arrayport_python_api_t;
 

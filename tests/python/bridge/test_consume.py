@@ -667,9 +667,12 @@ def test_c_api_1_5_publishes_the_exchange_types_it_borrowed_from():
     assert borrow(types[0]()) == 1 and borrow(types[0]()) == 1
     assert [t for t, _ in published_exchange_types()].count(types[0]) == 1
     assert (types[0], address(types[0])) in published_exchange_types()
+    listed = sys.getrefcount(types[0])  # the table holds a reference to each type it lists
     # Four entries: a fifth type takes the place of the one published longest ago.
     for t in types[1:5]:
         assert borrow(t()) == 1
+    evicted = sys.getrefcount(types[0])  # outside the assert, whose rewriting holds a reference
+    assert evicted == listed - 1  # dropped with its entry
     entries = published_exchange_types()
     assert [t for t, _ in entries].count(None) == 0
     assert set(map(id, (t for t, _ in entries))) == set(map(id, types[1:5]))
