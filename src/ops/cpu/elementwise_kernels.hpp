@@ -288,8 +288,7 @@ void run_with(const ew_call& c, const F& f) {
 template <op_id Op, type_id T>
 void run(const ew_call& c) {
   using S = storage_t<T>;
-  if constexpr ((std::is_same_v<S, float> || std::is_same_v<S, double>)&&arity(Op) == 1 &&
-                std::is_same_v<result_storage_t<Op, S>, S>) {
+  if constexpr (has_vector_loop<S>(Op)) {
     const vector_map<S> map = c.flat && c.in[0].data ? vector_math<S>(Op) : nullptr;
     if (map) {
       const S* x = reinterpret_cast<const S*>(c.in[0].data);

@@ -74,6 +74,17 @@ vector_map<T> pick(int k, std::integer_sequence<int, K...>) {
 
 }  // namespace
 
+// The symbols are exactly the loops has_vector_loop names.
+constexpr bool symbols_agree() noexcept {
+  int named = 0;
+  for (int i = 0; i < op_count; ++i)
+    named += has_vector_loop<float>(op_id(i)) + has_vector_loop<double>(op_id(i));
+  for (const auto& s : vector_symbols)
+    if (!(s.f64 ? has_vector_loop<double>(s.op) : has_vector_loop<float>(s.op))) return false;
+  return named == n_symbols;
+}
+static_assert(symbols_agree(), "vector_symbols and has_vector_loop name the same loops");
+
 template <class T>
 vector_map<T> vector_math(op_id op) noexcept {
 #if defined(__x86_64__) && defined(__GNUC__)
