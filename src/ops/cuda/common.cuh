@@ -26,6 +26,9 @@ struct alignas(sizeof(A) * V) vec {
   A v[V];
 };
 
+/// Whether p may be read or written a 16-byte vector at a time.
+inline bool vector_aligned(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+
 /// Elements per 16-byte vector of S (1 for 16-byte complex128).
 template <class S>
 inline constexpr int vec_width = sizeof(S) >= 16 ? 1 : int(16 / sizeof(S));

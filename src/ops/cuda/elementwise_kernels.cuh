@@ -180,12 +180,12 @@ void run(const ew_call& c) {
   gpu_args<N> a{};
   a.out = c.out;
   a.size = c.size;
-  bool aligned = (reinterpret_cast<std::uintptr_t>(c.out) % 16) == 0;
+  bool aligned = vector_aligned(c.out);
   for (int k = 0; k < N; ++k) {
     a.in[k].data = c.in[k].data;
     a.in[k].type = c.in[k].type;
     std::memcpy(a.in[k].scalar, c.in[k].scalar, sizeof a.in[k].scalar);
-    if (c.in[k].data && reinterpret_cast<std::uintptr_t>(c.in[k].data) % 16 != 0) aligned = false;
+    if (c.in[k].data && !vector_aligned(c.in[k].data)) aligned = false;
   }
   a.aligned = aligned;
   if (c.flat) {

@@ -220,8 +220,6 @@ void vector_reduce(const Load& load, const reduce_call& c) {
   runtime::check_launch("arrayport.ops reduction kernel launch");
 }
 
-inline bool vector_aligned(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
-
 // A full reduction of `c.len` elements of `in`, each made an accumulator by `load`.
 template <reduce_op Op, class Acc, class Out, class It, class Load>
 void cub_full_reduce(It in, Load load, const reduce_call& c) {
