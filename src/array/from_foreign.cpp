@@ -80,7 +80,7 @@ PyType_Slot holder_slots[] = {
 PyType_Spec holder_spec = {"arrayport._core._Held", sizeof(holder_object), 0,
                            Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, holder_slots};
 
-// A new holder that takes over `a` (its view is the Array's until changed).
+// A new holder with obj's view acquired straight into it (its view is the Array's until changed).
 nb::object acquire_holder(PyObject* obj, const python::constraints& c,
                           const python::acquire_options& o) {
   auto* h = reinterpret_cast<holder_object*>(holder_type->tp_alloc(holder_type, 0));
