@@ -146,7 +146,7 @@ def _exchange_cases():
              "f64 0d": dict(values=(7.0,), shape=(), ndim=0),
              "f64 2d empty NULL shape": dict(values=(), shape=(2, 0), data=0),
              "f32": dict(dtype=(2, 32, 1)), "f32 2d": dict(values=range(6), shape=(3, 2), dtype=(2, 32, 1)),
-             "f32 3d": dict(values=range(8), shape=(2, 2, 2), dtype=(2, 64, 1)),
+             "f64 3d": dict(values=range(8), shape=(2, 2, 2)),
              "i64 0d": dict(values=(7,), shape=(), ndim=0, dtype=(0, 64, 1)),
              "bool": dict(dtype=(6, 8, 1)), "f32 lanes 2": dict(dtype=(2, 32, 2)),
              "rank lies": dict(ndim=2), "f64 offset past the top": dict(byte_offset=2**64 - 8),
