@@ -7,6 +7,7 @@
 #include "bridge/type_cache.hpp"
 
 #include <arrayport/dtype.hpp>
+#include <arrayport/python/exchange.hpp>
 #include <arrayport/runtime.hpp>
 
 #include <string>
@@ -105,23 +106,13 @@ bool exchange_borrow(PyObject* obj, const dl_exchange_api& api, const python::co
     return false;
   }
   const arrayport::dtype expected = c.dtypes[0];
-  const int rank = c.ndim;
+  const int rank = c.ndim;  // at most 8 (borrowable): ext holds 16 extents
   memory_kind kind;
-  if (!kind_of_dlpack_device(t.device, kind) || t.ndim != rank ||
-      arrayport::dtype::from_c(t.dtype) != expected || !reaches(c, kind) ||
-      (rank > 0 && !t.shape) || (is_gpu_resident(kind) && t.device.device_id < 0))
-    return false;
-  std::int64_t compact[8];  // written by compact_strides before it is read
-  if (!t.strides && (rank > 8 || !compact_strides(t.shape, rank, compact,
-                                                  static_cast<std::int64_t>(expected.itemsize()))))
-    return false;
   std::uintptr_t address = 0;
-  if (t.data &&
-      __builtin_add_overflow(reinterpret_cast<std::uintptr_t>(t.data), t.byte_offset, &address))
-    return false;
-  const auto itemsize = static_cast<std::int64_t>(expected.itemsize());
-  if (!borrowed_geometry(t.shape, t.strides ? t.strides : compact, 1, rank,
-                         reinterpret_cast<const void*>(address), itemsize, ext))
+  if (arrayport::dtype::from_c(t.dtype) != expected ||
+      !python::detail::borrowed_dl_geometry(t, rank, static_cast<std::int64_t>(expected.itemsize()),
+                                            kind, address, ext, ext + rank) ||
+      !reaches(c, kind))
     return false;
   void* producer = nullptr;
   if (is_gpu_resident(kind)) {

@@ -29,6 +29,31 @@ inline const arrayport_dlpack_exchange_api_t* published_exchange_api(
   return nullptr;
 }
 
+/// Where a borrowed (non-owning) DLTensor of `rank` axes of `itemsize` bytes lies: its memory
+/// kind, its data address (byte_offset applied), and its shape and strides in items (compact ones
+/// where it states none), with every check the consume engine makes of such a tensor (its borrow,
+/// bridge/exchange.cpp, calls this too). false: refused, for the general path to say why. The
+/// dtype and the reach are the caller's to check.
+inline bool borrowed_dl_geometry(const arrayport_dl_tensor_t& t, int rank, std::int64_t itemsize,
+                                 memory_kind& kind, std::uintptr_t& address, std::int64_t* shape,
+                                 std::int64_t* strides) noexcept {
+  if (!kind_of_dlpack_device(t.device, kind) || t.ndim != rank || (rank > 0 && !t.shape) ||
+      (is_gpu_resident(kind) && t.device.device_id < 0))
+    return false;
+  for (int r = 0; r != rank; ++r) {
+    shape[r] = t.shape[r];
+    strides[r] = t.strides ? t.strides[r] : 0;
+  }
+  if (!t.strides && !compact_strides(shape, rank, strides, itemsize)) return false;
+  address = 0;
+  if (t.data &&
+      __builtin_add_overflow(reinterpret_cast<std::uintptr_t>(t.data), t.byte_offset, &address))
+    return false;
+  const layout_info l = measure_layout(shape, strides, rank, itemsize);
+  return l.ok() &&
+         (l.count == 0 || (address && fits_address_space(reinterpret_cast<void*>(address), l)));
+}
+
 /// The view of an argument `obj` through its producer's exchange table `x`, with the checks the
 /// engine's borrow makes (bridge/exchange.cpp). Refused (false, no error set), for acquire() to
 /// decide with its messages: a producer error, a violated constraint, geometry the engine would
@@ -50,24 +75,11 @@ ARRAYPORT_FLATTEN inline bool exchange_typed_view(PyObject* obj,
     return false;
   }
   memory_kind kind;
-  if (!kind_of_dlpack_device(t.device, kind) || !Space::accepts(kind) ||
-      t.ndim != static_cast<std::int32_t>(Rank) || arrayport::dtype::from_c(t.dtype) != expected ||
-      (Rank > 0 && !t.shape) || (is_gpu_resident(kind) && t.device.device_id < 0))
-    return false;
-  std::int64_t shape[n] = {}, strides[n] = {};
-  for (std::size_t r = 0; r != Rank; ++r) {
-    shape[r] = t.shape[r];
-    strides[r] = t.strides ? t.strides[r] : 0;
-  }
-  if (!t.strides && !compact_strides(shape, static_cast<int>(Rank), strides, itemsize))
-    return false;
   std::uintptr_t address = 0;
-  if (t.data &&
-      __builtin_add_overflow(reinterpret_cast<std::uintptr_t>(t.data), t.byte_offset, &address))
-    return false;
-  const layout_info l = measure_layout(shape, strides, static_cast<int>(Rank), itemsize);
-  if (!l.ok() ||
-      (l.count != 0 && (!address || !fits_address_space(reinterpret_cast<void*>(address), l))))
+  std::int64_t shape[n] = {}, strides[n] = {};
+  if (arrayport::dtype::from_c(t.dtype) != expected ||
+      !borrowed_dl_geometry(t, static_cast<int>(Rank), itemsize, kind, address, shape, strides) ||
+      !Space::accepts(kind))
     return false;
   stream_handle stream = nullptr;
   if (is_gpu_resident(kind)) {
