@@ -15,7 +15,6 @@
 #include <nanobind/stl/string.h>
 
 #include <cstddef>
-#include <cstring>
 #include <new>
 #include <string>
 #include <utility>
@@ -85,9 +84,8 @@ nb::object acquire_holder(PyObject* obj, const python::constraints& c,
                           const python::acquire_options& o) {
   auto* h = reinterpret_cast<holder_object*>(holder_type->tp_alloc(holder_type, 0));
   if (!h) throw nb::python_error();
-  new (&h->held) bridge::held();
-  h->locked = nullptr;
-  std::memset(&h->view, 0, sizeof h->view);
+  // tp_alloc zeroed the object: held's constructor writes only the view's version.
+  new (&h->held) bridge::held(bridge::held::zeroed_t{});
   nb::object holder = nb::steal(reinterpret_cast<PyObject*>(h));  // releases what a failure left
   bridge::acquire(h->held, obj, c, o);
   h->view = h->held.view;

@@ -9,7 +9,7 @@
 namespace arrayport::bridge {
 
 void held::release() noexcept {
-  // Nothing held (a fresh or released holder): its view is already reset.
+  // Nothing held (a fresh or released holder).
   if (from == source::none && !owner && !heap) return;
   switch (from) {
     case source::buffer: PyBuffer_Release(&buffer); break;
@@ -32,12 +32,12 @@ void held::release() noexcept {
   Py_CLEAR(owner);
   std::free(heap);
   heap = nullptr;
-  reset_view();
 }
 
 void held::drop_tensor() noexcept {
   PyObject* producer = std::exchange(owner, nullptr);
   release();
+  reset_view();  // the next protocol's reader fills a fresh view
   owner = producer;
   from = source::reference;
 }
@@ -54,6 +54,7 @@ held* make_held() {
     g_free = h->next_free;
     --g_free_count;
     h->next_free = nullptr;
+    h->reset_view();
     return h;
   }
   return new held();

@@ -28,6 +28,11 @@ struct held {
   std::int64_t inline_extents[2 * inline_rank];  // written before they are read
 
   held() noexcept { reset_view(); }
+  // For memory already zeroed (a holder's tp_alloc): only the version is written.
+  struct zeroed_t {};
+  explicit held(zeroed_t) noexcept {
+    view.version = {ARRAYPORT_C_ABI_VERSION_MAJOR, ARRAYPORT_C_ABI_VERSION_MINOR};
+  }
   held(const held&) = delete;
   held& operator=(const held&) = delete;
   ~held() { release(); }
@@ -47,6 +52,7 @@ struct held {
   }
 
   /// Drops the view: releases the buffer, calls the DLPack deleter, drops the producer. GIL held.
+  /// The view's fields are left as they were: make_held resets them before a holder is reused.
   void release() noexcept;
 
   /// Calls the deleter of a tensor taken from a capsule and forgets it (the producer stays held).
