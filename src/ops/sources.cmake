@@ -2,6 +2,7 @@
 # src/CMakeLists.txt) and the C++ tests (tests/cpp) compile them.
 set(ARRAYPORT_OPS_SOURCES
   ops/dispatch.cpp
+  ops/promotion.cpp
   ops/cpu/elementwise.cpp
   ops/cpu/elementwise_more.cpp
   ops/cpu/reduce.cpp

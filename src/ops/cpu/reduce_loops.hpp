@@ -1,0 +1,352 @@
+// The CPU reductions' loops over contiguous memory: min/max with NaN tracked apart, sums and dot
+// products pairwise in vector lanes, counts of nonzero bytes, any/all and argmin/argmax, in
+// GCC/Clang vectors (SSE2 or NEON, AVX2 where the CPU has it). Included by reduce.cpp alone.
+#pragma once
+
+#include "ops/reduce.hpp"
+#include "ops/cpu/cpu_features.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+namespace arrayport::ops::cpu {
+namespace {
+
+constexpr std::int64_t pairwise_block = 128;  // pairwise()'s leaf: NumPy's block of 128
+
+// Max or min of n contiguous floats or doubles in vectors of `Bytes` (GCC/Clang vector
+// extensions: 16 bytes is SSE2 on x86-64 and NEON on Arm; 32 bytes is AVX2, used where the CPU
+// has it). The branchy NaN-propagating scalar rule does not vectorise, so NaN is tracked apart: a
+// compare with NaN is false, the running extreme skips it, and any NaN makes the result NaN, as
+// in NumPy.
+template <class T, int Bytes>
+struct vec;
+template <>
+struct vec<float, 16> {
+  typedef float type __attribute__((vector_size(16)));
+  typedef std::int32_t mask __attribute__((vector_size(16)));
+};
+template <>
+struct vec<double, 16> {
+  typedef double type __attribute__((vector_size(16)));
+  typedef std::int64_t mask __attribute__((vector_size(16)));
+};
+template <>
+struct vec<float, 32> {
+  typedef float type __attribute__((vector_size(32)));
+  typedef std::int32_t mask __attribute__((vector_size(32)));
+};
+template <>
+struct vec<double, 32> {
+  typedef double type __attribute__((vector_size(32)));
+  typedef std::int64_t mask __attribute__((vector_size(32)));
+};
+
+template <bool Max, class T, int Bytes>
+__attribute__((always_inline)) inline T extreme_vectors(const T* p, std::int64_t n) {
+  using V = typename vec<T, Bytes>::type;
+  using M = typename vec<T, Bytes>::mask;
+  constexpr int W = Bytes / sizeof(T), U = 4;  // lanes a vector, vectors a step
+  const T start = Max ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
+  V m[U];
+  M nan[U];
+  for (int k = 0; k < U; ++k) {
+    for (int j = 0; j < W; ++j) m[k][j] = start;
+    nan[k] = M{};
+  }
+  std::int64_t i = 0;
+  for (; i + W * U <= n; i += W * U) {
+    for (int k = 0; k < U; ++k) {
+      V v;
+      std::memcpy(&v, p + i + W * k, sizeof v);
+      if constexpr (Max)
+        m[k] = v > m[k] ? v : m[k];
+      else
+        m[k] = v < m[k] ? v : m[k];
+      nan[k] |= v != v;
+    }
+  }
+  T acc = start;
+  bool any_nan = false;
+  for (int k = 0; k < U; ++k)
+    for (int j = 0; j < W; ++j) {
+      const T v = m[k][j];
+      if (Max ? v > acc : v < acc) acc = v;
+      any_nan |= nan[k][j] != 0;
+    }
+  for (; i < n; ++i) {
+    const T v = p[i];
+    if (Max ? v > acc : v < acc) acc = v;
+    any_nan |= v != v;
+  }
+  return any_nan ? std::numeric_limits<T>::quiet_NaN() : acc;
+}
+
+#ifdef ARRAYPORT_OPS_AVX2
+template <bool Max, class T>
+__attribute__((target("avx2"))) T extreme_avx2(const T* p, std::int64_t n) {
+  return extreme_vectors<Max, T, 32>(p, n);
+}
+#endif
+
+template <bool Max, class T>
+T extreme_contiguous(const T* p, std::int64_t n) {
+#ifdef ARRAYPORT_OPS_AVX2
+  if (has_avx2()) return extreme_avx2<Max>(p, n);
+#endif
+  return extreme_vectors<Max, T, 16>(p, n);
+}
+
+// The sum of n contiguous floats or doubles by pairwise(), operation for operation (so the same
+// bits), with its eight lanes in vectors of `Bytes`: pairwise() with a getter does not vectorise
+// (docs/benchmarks.md, "Tuning constants of arrayport.ops").
+template <class T, int Bytes>
+struct lanes8 {
+  using V = typename vec<T, Bytes>::type;
+  static constexpr int W = Bytes / sizeof(T), N = 8 / W;  // lanes a vector, vectors for 8 lanes
+  V v[N] = {};                                            // the identity, +0
+  __attribute__((always_inline)) void add(const T* p) {
+    for (int k = 0; k < N; ++k) {
+      V x;
+      std::memcpy(&x, p + W * k, sizeof x);
+      v[k] = v[k] + x;
+    }
+  }
+  // pairwise()'s ending: the lanes combined as a tree, then the remaining n % 8 in order.
+  __attribute__((always_inline)) T finish(const T* tail, std::int64_t rest) const {
+    T l[8];
+    std::memcpy(l, v, sizeof l);
+    T acc = ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+    for (std::int64_t i = 0; i < rest; ++i) acc = acc + tail[i];
+    return acc;
+  }
+};
+
+template <class T, int Bytes>
+__attribute__((always_inline)) inline T pairwise_sum_step(const T* p, std::int64_t n,
+                                                          T (*recurse)(const T*, std::int64_t)) {
+  if (n <= pairwise_block) {
+    lanes8<T, Bytes> a;
+    std::int64_t i = 0;
+    for (; i + 8 <= n; i += 8) a.add(p + i);
+    return a.finish(p + i, n - i);
+  }
+  std::int64_t half = n / 2;
+  half -= half % 8;
+  return recurse(p, half) + recurse(p + half, n - half);
+}
+
+template <class T>
+T pairwise_sum_sse(const T* p, std::int64_t n) {
+  return pairwise_sum_step<T, 16>(p, n, &pairwise_sum_sse<T>);
+}
+
+#ifdef ARRAYPORT_OPS_AVX2
+template <class T>
+__attribute__((target("avx2"))) T pairwise_sum_avx2(const T* p, std::int64_t n) {
+  return pairwise_sum_step<T, 32>(p, n, &pairwise_sum_avx2<T>);
+}
+#endif
+
+template <class T>
+T pairwise_sum(const T* p, std::int64_t n) {
+#ifdef ARRAYPORT_OPS_AVX2
+  if (has_avx2()) return pairwise_sum_avx2(p, n);
+#endif
+  return pairwise_sum_sse(p, n);
+}
+
+// The dot product of n contiguous pairs, pairwise over blocks of 4096 in four vectors of lanes.
+// Unlike sum it has no NumPy order to follow (NumPy's dot is BLAS's, one pass in 16 lanes): two
+// 8-lane vectors were latency-bound at half of OpenBLAS's speed in cache (docs/benchmarks.md).
+constexpr std::int64_t dot_block = 4096;
+
+template <class T, int Bytes>
+__attribute__((always_inline)) inline T pairwise_dot_step(const T* p, const T* q, std::int64_t n,
+                                                          T (*recurse)(const T*, const T*,
+                                                                       std::int64_t)) {
+  using V = typename vec<T, Bytes>::type;
+  constexpr int W = Bytes / sizeof(T), N = 4;  // lanes a vector, vectors a step
+  if (n <= dot_block) {
+    V v[N] = {};
+    std::int64_t i = 0;
+    for (; i + N * W <= n; i += N * W)
+      for (int k = 0; k < N; ++k) {
+        V x, y;
+        std::memcpy(&x, p + i + W * k, sizeof x);
+        std::memcpy(&y, q + i + W * k, sizeof y);
+        v[k] = v[k] + x * y;
+      }
+    const V s = (v[0] + v[1]) + (v[2] + v[3]);
+    T l[W];
+    std::memcpy(l, &s, sizeof l);
+    T acc = T(0);
+    for (int k = 0; k < W; ++k) acc = acc + l[k];
+    for (; i < n; ++i) acc = acc + p[i] * q[i];
+    return acc;
+  }
+  std::int64_t half = n / 2;
+  half -= half % (N * W);
+  return recurse(p, q, half) + recurse(p + half, q + half, n - half);
+}
+
+template <class T>
+T pairwise_dot_sse(const T* p, const T* q, std::int64_t n) {
+  return pairwise_dot_step<T, 16>(p, q, n, &pairwise_dot_sse<T>);
+}
+
+#ifdef ARRAYPORT_OPS_AVX2
+template <class T>
+__attribute__((target("avx2"))) T pairwise_dot_avx2(const T* p, const T* q, std::int64_t n) {
+  return pairwise_dot_step<T, 32>(p, q, n, &pairwise_dot_avx2<T>);
+}
+#endif
+
+template <class T>
+T pairwise_dot(const T* p, const T* q, std::int64_t n) {
+#ifdef ARRAYPORT_OPS_AVX2
+  if (has_avx2()) return pairwise_dot_avx2(p, q, n);
+#endif
+  return pairwise_dot_sse(p, q, n);
+}
+
+// Sums of integers and bools are exact (modulo 2^64), so any order gives NumPy's result: one
+// accumulator in a plain loop, and bools counted as nonzero bytes. Never pairwise()'s eight lanes:
+// GCC 12's loop vectoriser miscompiles those lanes fed from bytes (ones(16, bool) summed to 8).
+template <int Bytes>
+struct byte_vec;  // explicit sizes: GCC drops a dependent vector_size
+template <>
+struct byte_vec<16> {
+  typedef std::uint8_t type __attribute__((vector_size(16)));
+};
+template <>
+struct byte_vec<32> {
+  typedef std::uint8_t type __attribute__((vector_size(32)));
+};
+
+template <int Bytes>
+__attribute__((always_inline)) inline std::int64_t count_nonzero_vectors(const std::uint8_t* p,
+                                                                         std::int64_t n) {
+  using V = typename byte_vec<Bytes>::type;
+  std::int64_t total = 0, i = 0;
+  while (i + Bytes <= n) {  // byte counters, emptied before they can wrap (255 steps)
+    V acc = {};
+    const std::int64_t end = i + std::min<std::int64_t>((n - i) / Bytes, 255) * Bytes;
+    for (; i < end; i += Bytes) {
+      V v;
+      std::memcpy(&v, p + i, sizeof v);
+      acc -= reinterpret_cast<V>(v != 0);  // -1 where nonzero
+    }
+    for (int j = 0; j < Bytes; ++j) total += acc[j];
+  }
+  for (; i < n; ++i) total += p[i] != 0;
+  return total;
+}
+
+#ifdef ARRAYPORT_OPS_AVX2
+__attribute__((target("avx2"))) std::int64_t count_nonzero_avx2(const std::uint8_t* p,
+                                                                std::int64_t n) {
+  return count_nonzero_vectors<32>(p, n);
+}
+#endif
+
+// The number of nonzero bytes among n (a bool array's Trues: any nonzero byte is true).
+std::int64_t count_nonzero(const std::uint8_t* p, std::int64_t n) {
+#ifdef ARRAYPORT_OPS_AVX2
+  if (has_avx2()) return count_nonzero_avx2(p, n);
+#endif
+  return count_nonzero_vectors<16>(p, n);
+}
+
+template <class Acc, class In>
+Acc integer_sum(const In* p, std::int64_t n) {
+  if constexpr (std::is_same_v<In, bool>) {
+    return static_cast<Acc>(count_nonzero(reinterpret_cast<const std::uint8_t*>(p), n));
+  } else {
+    using U = std::make_unsigned_t<Acc>;  // wraps as NumPy's integer sums do, without UB
+    U acc = 0;
+    for (std::int64_t i = 0; i < n; ++i) acc += static_cast<U>(static_cast<Acc>(p[i]));
+    return static_cast<Acc>(acc);
+  }
+}
+
+// any (All false) or all (All true) of n contiguous values, on their bits: a value is false when
+// its bits are 0 (a float's apart from its sign: -0.0). Blocks are tested by integer loops the
+// compiler vectorises, stopping at the first block that decides; a bool is any nonzero byte.
+template <bool All, class In>
+__attribute__((always_inline)) inline bool truth_blocks(const In* p, std::int64_t n) {
+  using U = std::conditional_t<sizeof(In) == 1, std::uint8_t,
+                               std::conditional_t<sizeof(In) == 4, std::uint32_t, std::uint64_t>>;
+  static_assert(sizeof(U) == sizeof(In));
+  constexpr U bits = std::is_floating_point_v<In> ? U(~(U(1) << (8 * sizeof(U) - 1))) : U(~U(0));
+  constexpr std::int64_t block = 4096;
+  for (std::int64_t lo = 0; lo < n; lo += block) {
+    const std::int64_t hi = std::min(n, lo + block);
+    U decided = 0;  // all: nonzero when a zero was seen; any: when a nonzero was
+    for (std::int64_t i = lo; i < hi; ++i) {
+      U u;
+      std::memcpy(&u, p + i, sizeof u);
+      decided |= All ? U((u & bits) == 0) : U(u & bits);
+    }
+    if (decided) return !All;
+  }
+  return All;
+}
+
+#ifdef ARRAYPORT_OPS_AVX2
+template <bool All, class In>  // SSE2 has no 64-bit compare: AVX2 where the CPU has it
+__attribute__((target("avx2"))) bool truth_avx2(const In* p, std::int64_t n) {
+  return truth_blocks<All>(p, n);
+}
+#endif
+
+template <bool All, class In>
+bool truth_contiguous(const In* p, std::int64_t n) {
+#ifdef ARRAYPORT_OPS_AVX2
+  if (has_avx2()) return truth_avx2<All>(p, n);
+#endif
+  return truth_blocks<All>(p, n);
+}
+
+// The maximum (Max) or minimum of n contiguous values: float and double by extreme_contiguous (NaN
+// when any is NaN), integers by a loop the compiler vectorises.
+template <bool Max, class T>
+T block_extreme(const T* p, std::int64_t n) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return extreme_contiguous<Max>(p, n);
+  } else {
+    T m = p[0];
+    for (std::int64_t i = 1; i < n; ++i) m = Max ? (p[i] > m ? p[i] : m) : (p[i] < m ? p[i] : m);
+    return m;
+  }
+}
+
+// argmin/argmax of n > 0 contiguous values: the extreme of each block by vectors, the first block
+// holding a NaN or a strictly better extreme kept, then that block searched for its first index.
+// One pass over the data and one over a block.
+template <bool Max, class T>
+arg_pair<T> arg_contiguous(const T* p, std::int64_t lo, std::int64_t n) {
+  constexpr std::int64_t block = 2048;
+  T best{};
+  std::int64_t best_lo = -1;
+  for (std::int64_t b = lo; b < lo + n; b += block) {
+    const std::int64_t len = std::min(block, lo + n - b);
+    const T m = block_extreme<Max>(p + b, len);
+    if (m != m) {  // the first NaN wins
+      for (std::int64_t i = b;; ++i)
+        if (p[i] != p[i]) return {p[i], i};
+    }
+    if (best_lo < 0 || (Max ? m > best : m < best)) {
+      best = m;
+      best_lo = b;
+    }
+  }
+  for (std::int64_t i = best_lo;; ++i)
+    if (p[i] == best) return {p[i], i};
+}
+
+}  // namespace
+}  // namespace arrayport::ops::cpu
