@@ -3,8 +3,9 @@
 ``Array.__array_namespace__()`` returns this module. It holds only what arrayport does itself,
 on every memory kind and device: the dtypes its ops compute in (bool, uint8, int32, int64,
 float32, float64, complex64, complex128; no int8, int16, uint16, uint32 or uint64), creation,
-the element-wise functions of ``arrayport.ops``, the reductions, ``where``, ``astype``, reshaping
-views and the inspection API. A function the standard names and arrayport lacks (acos, sort,
+the element-wise functions of ``arrayport.ops`` and those composed from them (floor, sign, conj,
+...), the reductions and statistics, ``where``, ``astype``, reshaping views, the manipulation
+functions (concat, stack, flip, roll, tile, tril, ...) and the inspection API. A function the standard names and arrayport lacks (acos, sort,
 matmul, ...) is absent, so ``hasattr`` tells. The dtype functions (``result_type``,
 ``can_cast``, ``finfo``, ``iinfo``, ``isdtype``) are NumPy's rules, which ops follows.
 ``arange``, ``linspace`` and ``eye`` build their values on the host with NumPy, then copy them
@@ -21,6 +22,11 @@ import numpy as _np
 
 from . import ops as _ops
 from ._array_api import _placement, asarray as _asarray, from_dlpack
+from ._array_api_manipulation import (
+    concat, flip, meshgrid, moveaxis, roll, stack, tile, tril, triu, unstack)
+from ._array_api_math import (
+    ceil, conj, count_nonzero, floor, imag, real, reciprocal, sign, signbit, std, trunc, var,
+    vecdot)
 from ._core import Array, _broadcast_view, empty as _empty
 from .ops import (
     abs, add, bitwise_and, bitwise_invert, bitwise_or, bitwise_xor, cos, divide, equal, exp,
@@ -58,34 +64,6 @@ def positive(x: Any, /) -> Array:
 
 def clip(x: Any, /, min: Any = None, max: Any = None) -> Array:
     return _ops.clip(x, min, max)
-
-
-def signbit(x: Any, /) -> Array:
-    """Whether the sign bit is set (negative zero and NaNs with it too): float32 and float64."""
-    a = _in(x)
-    bits = {"float32": "int32", "float64": "int64"}.get(str(a.dtype))
-    if bits is None:
-        raise TypeError(f"signbit: x: expected float32 or float64, got {a.dtype}")
-    return _ops.less(a.view(bits), 0)
-
-
-def real(x: Any, /) -> Array:
-    """The real parts: a view of a complex array's memory, a copy of a real one."""
-    return _component(_in(x), 0)
-
-
-def imag(x: Any, /) -> Array:
-    """The imaginary parts: a view of a complex array's memory, zeros for a real one."""
-    a = _in(x)
-    return _component(a, 1) if a.dtype.kind == "c" else zeros_like(a)
-
-
-def _component(a: Array, part: int) -> Array:
-    if a.dtype.kind != "c":
-        return _ops.copy(a)
-    # A view as the float pair: a new last axis of extent 1 becomes 2 (any layout allows it).
-    pairs = a[..., None].view("float32" if a.dtype == complex64 else "float64")
-    return pairs[..., part]
 
 
 # ---- creation -------------------------------------------------------------------------------
