@@ -1,7 +1,8 @@
 """The array API's manipulation functions over arrayport's views and copies: concat, stack,
-unstack, flip, roll, moveaxis, tile, meshgrid, tril, triu. Views where NumPy returns views (flip,
-unstack); otherwise one result allocated where the first input lives, filled by ``ops.astype``
-into its slices, so every memory kind and device works and no data passes through the host.
+unstack, flip, roll, repeat, moveaxis, tile, meshgrid, tril, triu. Views where NumPy returns
+views (flip, unstack); otherwise one result allocated where the first input lives, filled by ops
+into its slices, so every memory kind and device works and no data passes through the host
+(repeat's counts excepted: they set the result's shape, so they are read on the host).
 """
 
 from __future__ import annotations
@@ -97,6 +98,47 @@ def roll(x: Any, /, shift: Union[int, Tuple[int, ...]], *, axis: Axes = None) ->
         pieces = [(src + (r[0],), dst + (r[1],)) for src, dst in pieces for r in runs]
     for src, dst in pieces:
         _ops.copy(a[src], out=out[dst])
+    return out
+
+
+def repeat(x: Any, repeats: Any, /, *, axis: Optional[int] = None) -> Array:
+    """Each element of x repeated along `axis` (None: of the flattened x): `repeats` times, or
+    repeats[i] times for element i (an int sequence or array of x.shape[axis] counts, or one)."""
+    a = _in(x)
+    if axis is None:
+        a, axis = _flat(a), 0
+    if a.ndim == 0:
+        raise ValueError("repeat: x: expected an array of 1 or more dimensions, got 0-d")
+    axis = _axis(axis, a.ndim, "repeat")
+    n = a.shape[axis]
+    if isinstance(repeats, int) and not isinstance(repeats, bool):
+        counts = _np.full(n, repeats, dtype=_np.int64)
+    else:
+        r = repeats.get() if isinstance(repeats, Array) else _np.asarray(repeats)
+        if r.dtype.kind not in "iu" or r.ndim > 1 or r.size not in (1, n):
+            raise ValueError(f"repeat: repeats: expected an int or {n} ints (x.shape[{axis}]), "
+                             f"got {r.dtype} of shape {r.shape}")
+        counts = _np.broadcast_to(r.astype(_np.int64), (n,))
+    if (counts < 0).any():
+        raise ValueError(f"repeat: repeats: expected counts >= 0, got {int(counts.min())}")
+    shape = list(a.shape)
+    shape[axis] = int(counts.sum())
+    out = _like(a, tuple(shape), a.dtype)
+    before = (slice(None),) * axis
+    start = i = 0
+    while i < n:  # one broadcast copy per run of equal counts
+        j = i + 1
+        while j < n and counts[j] == counts[i]:
+            j += 1
+        c, m = int(counts[i]), j - i
+        if c:
+            block = a[before + (slice(i, j), None)]
+            wide = block.shape[:axis + 1] + (c,) + block.shape[axis + 2:]
+            run = _ops.copy(_broadcast_view(block, wide))
+            merged = a.shape[:axis] + (m * c,) + a.shape[axis + 1:]
+            _ops.copy(run.reshape(merged), out=out[before + (slice(start, start + m * c),)])
+            start += m * c
+        i = j
     return out
 
 

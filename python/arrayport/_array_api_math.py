@@ -1,7 +1,7 @@
 """The array API's functions that arrayport computes by composing ``arrayport.ops``, each to
-NumPy's values: rounding (floor, ceil, trunc), sign, reciprocal, the complex parts (real, imag,
-conj), signbit, and the statistics var, std, count_nonzero and vecdot. No data passes through
-the host, so every memory kind and device works; each costs a few kernels instead of one.
+NumPy's values: rounding (floor, ceil, trunc, round), sign, reciprocal, the complex parts (real,
+imag, conj), signbit, and the statistics var, std, count_nonzero and vecdot. No data passes
+through the host, so every memory kind and device works; each costs a few kernels, not one.
 """
 
 from __future__ import annotations
@@ -42,6 +42,34 @@ def trunc(x: Any, /) -> Array:
     if a.dtype.kind in "iu":
         return _ops.copy(a)
     return _ops.where(_ops.less(a, 0), ceil(a), floor(a))
+
+
+def round(x: Any, /) -> Array:
+    """Each element rounded to the nearest integer, halves to even, as NumPy's rint (a complex
+    one part by part; integers as they are). About fifteen kernels: floor, then the half test."""
+    a = _in(x)
+    if a.dtype.kind == "b":
+        raise TypeError("round: x: expected a numeric dtype, got bool")
+    if a.dtype.kind in "iu":
+        return _ops.copy(a)
+    if a.dtype.kind == "c":
+        c = _ops.copy(a)
+        for part in (0, 1):
+            v = _component(c, part)
+            _ops.copy(_round_real(v), out=v)
+        return c
+    return _round_real(a)
+
+
+def _round_real(a: Array) -> Array:
+    y = floor(a)
+    d = _ops.subtract(a, y)  # exact for finite a; NaN for the infinities, which y keeps
+    up = _ops.add(y, 1)
+    odd = _ops.not_equal(_ops.remainder(y, 2), 0)
+    r = _ops.where(_ops.greater(d, 0.5), up,
+                   _ops.where(_ops.less(d, 0.5), y, _ops.where(odd, up, y)))
+    # A zero takes x's sign (rint(-0.4) is -0.0): x * 0 is that zero.
+    return _ops.where(_ops.equal(r, 0), _ops.multiply(a, 0), r)
 
 
 def sign(x: Any, /) -> Array:

@@ -83,7 +83,7 @@ def test_rounding_and_sign_are_numpys_bits(c, dtype, device):
     shape, layout, seed = c
     a, n = laid_out(values(shape, dtype, np.random.default_rng(seed)), layout, device)
     with np.errstate(all="ignore"):
-        for name in ("floor", "ceil", "trunc", "sign"):
+        for name in ("floor", "ceil", "trunc", "round", "sign"):
             same(getattr(xp, name)(a), getattr(np, name)(n))
         if dtype.startswith("float"):
             same(xp.reciprocal(a), np.reciprocal(n))
@@ -95,6 +95,7 @@ def test_complex_sign_conj_and_reciprocal_match_numpy(c, dtype, device):
     shape, layout, seed = c
     a, n = laid_out(values(shape, dtype, np.random.default_rng(seed)), layout, device)
     same(xp.conj(a), np.conj(n))
+    same(xp.round(a), np.round(n))  # part by part: bit-exact, signed zeros and NaNs included
     finite = np.isfinite(n)  # NumPy's x/|x| and ours differ in ulps, and at infinities in NaNs
     with np.errstate(all="ignore"):
         same(host(xp.sign(a))[finite], np.sign(n)[finite], exact=False)
@@ -118,6 +119,15 @@ def test_flip_roll_moveaxis_unstack_match_numpy(c, dtype, data, device):
         shifts = shift if isinstance(axes, int) else tuple(
             data.draw(st.integers(-9, 9)) for _ in axes)
         same(xp.roll(a, shifts, axis=axes), np.roll(n, shifts, axis=axes))
+    rep_axis = data.draw(st.none() | st.integers(-nd, nd - 1))
+    length = n.size if rep_axis is None else n.shape[rep_axis]
+    repeats = data.draw(st.integers(0, 3) | st.lists(st.integers(0, 3), min_size=length,
+                                                     max_size=length).map(
+        lambda v: np.array(v, dtype=np.int64)))
+    if rep_axis is None and not isinstance(repeats, int):
+        same(xp.repeat(a, repeats), np.repeat(n, repeats))
+    else:
+        same(xp.repeat(a, repeats, axis=rep_axis), np.repeat(n, repeats, axis=rep_axis))
     src = data.draw(st.integers(-nd, nd - 1))
     dst = data.draw(st.integers(-nd, nd - 1))
     same(xp.moveaxis(a, src, dst), np.moveaxis(n, src, dst))
@@ -219,6 +229,13 @@ def test_refusals_name_the_argument_and_what_came():
         xp.flip(a, axis=2)
     with pytest.raises(ValueError, match="roll: shift: expected 2 shifts"):
         xp.roll(a, (1,), axis=(0, 1))
+    with pytest.raises(ValueError, match=r"repeat: repeats: expected an int or 3 ints "
+                                         r"\(x.shape\[1\]\), got int64 of shape \(2,\)"):
+        xp.repeat(a, np.array([1, 2]), axis=1)
+    with pytest.raises(ValueError, match="repeat: repeats: expected counts >= 0, got -1"):
+        xp.repeat(a, -1)
+    with pytest.raises(TypeError, match="round: x: expected a numeric dtype, got bool"):
+        xp.round(xp.zeros(2, dtype=xp.bool))
     with pytest.raises(ValueError, match="moveaxis: source and destination: expected as many"):
         xp.moveaxis(a, (0, 1), 0)
     with pytest.raises(ValueError, match=r"tile: repetitions: expected ints >= 0, got \(-1,\)"):
