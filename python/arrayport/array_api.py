@@ -1,15 +1,15 @@
 """arrayport as a Python array API namespace: the part of the standard (2024.12) it computes.
 
-``Array.__array_namespace__()`` returns this module. It holds only what arrayport does itself,
-on every memory kind and device: the dtypes its ops compute in (bool, uint8, int32, int64,
-float32, float64, complex64, complex128; no int8, int16, uint16, uint32 or uint64), creation,
-the element-wise functions of ``arrayport.ops`` and those composed from them (floor, sign, conj,
-...), the reductions and statistics, ``where``, ``astype``, reshaping views, the manipulation
-functions (concat, stack, flip, roll, tile, tril, ...) and the inspection API. A function the standard names and arrayport lacks (acos, sort,
-matmul, ...) is absent, so ``hasattr`` tells. The dtype functions (``result_type``,
-``can_cast``, ``finfo``, ``iinfo``, ``isdtype``) are NumPy's rules, which ops follows.
-``arange``, ``linspace`` and ``eye`` build their values on the host with NumPy, then copy them
-where ``device`` says. docs/array-api.md has the conformance run, function by function.
+``Array.__array_namespace__()`` returns this module. It holds only what arrayport does itself, on
+every memory kind and device: the dtypes its ops compute in (bool, uint8, int32, int64, float32,
+float64, complex64, complex128; no int8, int16, uint16, uint32 or uint64), creation, the
+element-wise functions of ``arrayport.ops`` and those composed from them (floor, sign, conj, ...),
+the reductions and statistics, ``where``, ``astype``, reshaping views, the manipulation functions
+(concat, stack, flip, roll, tile, tril, ...) and the inspection API. A function the standard names
+and arrayport lacks (acos, sort, matmul, ...) is absent, so ``hasattr`` tells. The dtype functions
+(``result_type``, ``can_cast``, ``finfo``, ``iinfo``, ``isdtype``) are NumPy's rules, which ops
+follows. ``arange``, ``linspace`` and ``eye`` build their values on the host with NumPy, then copy
+them where ``device`` says. docs/array-api.md has the conformance run, function by function.
 """
 
 from __future__ import annotations
