@@ -1,8 +1,8 @@
-"""The array API's manipulation functions over arrayport's views and copies: concat, stack,
-unstack, flip, roll, repeat, moveaxis, tile, meshgrid, tril, triu. Views where NumPy returns
-views (flip, unstack); otherwise one result allocated where the first input lives, filled by ops
-into its slices, so every memory kind and device works and no data passes through the host
-(repeat's counts excepted: they set the result's shape, so they are read on the host).
+"""The array API's manipulation functions over arrayport's views and copies: concat, stack, unstack,
+diff, flip, roll, repeat, moveaxis, tile, meshgrid, tril, triu. Views where NumPy returns views
+(flip, unstack); otherwise one result allocated where the first input lives, filled by ops into its
+slices, so every memory kind and device works and no data passes through the host (repeat's counts
+excepted: they set the result's shape, so they are read on the host).
 """
 
 from __future__ import annotations
@@ -43,6 +43,27 @@ def concat(arrays: Sequence[Any], /, *, axis: Optional[int] = 0) -> Array:
         _ops.astype(x, out.dtype, out=out[(slice(None),) * axis + (slice(start, start + n),)])
         start += n
     return out
+
+
+def diff(x: Any, /, *, axis: int = -1, n: int = 1, prepend: Any = None,
+         append: Any = None) -> Array:
+    """The n-th differences along `axis` (x[i + 1] - x[i], n times; != for bool, as NumPy),
+    with `prepend` and `append` joined to x first."""
+    a = _in(x)
+    if a.ndim == 0:
+        raise ValueError("diff: x: expected an array of 1 or more dimensions, got 0-d")
+    if not isinstance(n, int) or n < 0:
+        raise ValueError(f"diff: n: expected an int >= 0, got {n!r}")
+    axis = _axis(axis, a.ndim, "diff")
+    if n == 0:  # x as it is, prepend and append left out, as NumPy's diff does
+        return a
+    if prepend is not None or append is not None:
+        a = concat([v for v in (prepend, a, append) if v is not None], axis=axis)
+    before = (slice(None),) * axis
+    step = _ops.not_equal if a.dtype == _np.bool_ else _ops.subtract
+    for _ in range(n):
+        a = step(a[before + (slice(1, None),)], a[before + (slice(None, -1),)])
+    return a
 
 
 def stack(arrays: Sequence[Any], /, *, axis: int = 0) -> Array:

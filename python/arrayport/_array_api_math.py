@@ -1,7 +1,7 @@
-"""The array API's functions that arrayport computes by composing ``arrayport.ops``, each to
-NumPy's values: rounding (floor, ceil, trunc, round), sign, reciprocal, the complex parts (real,
-imag, conj), signbit, and the statistics var, std, count_nonzero and vecdot. No data passes
-through the host, so every memory kind and device works; each costs a few kernels, not one.
+"""The array API's functions that arrayport computes by composing ``arrayport.ops``, each to NumPy's
+values: rounding (floor, ceil, trunc, round), sign, copysign, reciprocal, the complex parts (real,
+imag, conj), signbit, and the statistics var, std, count_nonzero and vecdot. No data passes through
+the host, so every memory kind and device works; each costs a few kernels, not one.
 """
 
 from __future__ import annotations
@@ -84,6 +84,19 @@ def sign(x: Any, /) -> Array:
         return _ops.astype(_ops.greater(a, 0), a.dtype)
     rest = _ops.where(_ops.equal(a, 0), 0, a) if a.dtype.kind == "f" else a
     return _ops.where(_ops.greater(a, 0), 1, _ops.where(_ops.less(a, 0), -1, rest))
+
+
+def copysign(x1: Any, x2: Any, /) -> Array:
+    """|x1| with the sign bit of x2, element by element after broadcasting (NaNs too): float32
+    and float64, a Python float taking the other operand's dtype."""
+    dtype = _np.result_type(*(x.dtype if isinstance(x, Array) else x for x in (x1, x2)))
+    if dtype not in (_np.float32, _np.float64):
+        raise TypeError(f"copysign: expected float32 or float64 operands, got {dtype}")
+    arrays = [x for x in (x1, x2) if isinstance(x, Array)]
+    device = arrays[0].device if arrays else None  # a scalar or NumPy operand moves there
+    a, b = (_ops.astype(_asarray(x, device=device), dtype) for x in (x1, x2))
+    # A sign bit differs: negate (which flips the bit of a NaN too), else x1 as it is.
+    return _ops.where(_ops.not_equal(signbit(a), signbit(b)), _ops.negative(a), a)
 
 
 def reciprocal(x: Any, /) -> Array:

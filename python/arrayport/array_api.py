@@ -23,10 +23,10 @@ import numpy as _np
 from . import ops as _ops
 from ._array_api import _placement, asarray as _asarray, from_dlpack
 from ._array_api_manipulation import (
-    concat, flip, meshgrid, moveaxis, repeat, roll, stack, tile, tril, triu, unstack)
+    concat, diff, flip, meshgrid, moveaxis, repeat, roll, stack, tile, tril, triu, unstack)
 from ._array_api_math import (
-    ceil, conj, count_nonzero, floor, imag, real, reciprocal, round, sign, signbit, std, trunc,
-    var, vecdot)
+    ceil, conj, copysign, count_nonzero, floor, imag, real, reciprocal, round, sign, signbit, std,
+    trunc, var, vecdot)
 from ._core import Array, _broadcast_view, empty as _empty
 from .ops import (
     abs, add, bitwise_and, bitwise_invert, bitwise_or, bitwise_xor, cos, divide, equal, exp,

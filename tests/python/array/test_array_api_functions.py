@@ -212,6 +212,41 @@ def test_statistics_and_vecdot_match_numpy(c, dtype, data, device):
              exact=dtype in ("uint8", "int32", "int64"))
 
 
+@SETTINGS
+@given(c=case, dtype=st.sampled_from(DTYPES), data=st.data(), device=st.sampled_from(DEVICES))
+def test_diff_matches_numpy(c, dtype, data, device):
+    shape, layout, seed = c
+    rng = np.random.default_rng(seed)
+    a, n = laid_out(values(shape, dtype, rng), layout, device)
+    axis = data.draw(st.integers(-n.ndim, n.ndim - 1))
+    order = data.draw(st.integers(0, 4))
+    with np.errstate(all="ignore"):
+        same(xp.diff(a, axis=axis, n=order), np.diff(n, n=order, axis=axis))
+        edge = list(n.shape)
+        edge[axis] = data.draw(st.integers(0, 2))
+        p, q = values(tuple(edge), dtype, rng), values(tuple(edge), dtype, rng)
+        same(xp.diff(a, axis=axis, n=order, prepend=xp.asarray(p, device=device),
+                     append=xp.asarray(q, device=device)),
+             np.diff(n, n=order, axis=axis, prepend=p, append=q))
+
+
+@SETTINGS
+@given(c=case, dtypes=st.tuples(st.sampled_from(["float32", "float64"]),
+                                st.sampled_from(["float32", "float64"])),
+       scalar=st.sampled_from([None, -0.0, 0.0, 2.5, -np.inf, np.nan]),
+       device=st.sampled_from(DEVICES))
+def test_copysign_is_numpys_bits(c, dtypes, scalar, device):
+    shape, layout, seed = c
+    rng = np.random.default_rng(seed)
+    a, n = laid_out(values(shape, dtypes[0], rng), layout, device)
+    m = values(n.shape[-1:], dtypes[1], rng)  # broadcast along the last axis
+    m[rng.random(m.shape) < 0.5] *= -1  # NaNs of both signs
+    same(xp.copysign(a, xp.asarray(m, device=device)), np.copysign(n, m))
+    if scalar is not None:
+        same(xp.copysign(a, scalar), np.copysign(n, scalar))
+        same(xp.copysign(scalar, a), np.copysign(scalar, n))
+
+
 def test_refusals_name_the_argument_and_what_came():
     a = xp.zeros((2, 3))
     with pytest.raises(ValueError,
@@ -234,6 +269,11 @@ def test_refusals_name_the_argument_and_what_came():
         xp.repeat(a, np.array([1, 2]), axis=1)
     with pytest.raises(ValueError, match="repeat: repeats: expected counts >= 0, got -1"):
         xp.repeat(a, -1)
+    with pytest.raises(ValueError, match=r"diff: n: expected an int >= 0, got -1"):
+        xp.diff(a, n=-1)
+    with pytest.raises(TypeError,
+                       match="copysign: expected float32 or float64 operands, got int64"):
+        xp.copysign(xp.zeros(2, dtype=xp.int64), 1)
     with pytest.raises(TypeError, match="round: x: expected a numeric dtype, got bool"):
         xp.round(xp.zeros(2, dtype=xp.bool))
     with pytest.raises(ValueError, match="moveaxis: source and destination: expected as many"):
