@@ -1,7 +1,7 @@
 """The array API's functions that arrayport computes by composing ``arrayport.ops``, each to NumPy's
-values: rounding (floor, ceil, trunc, round), sign, copysign, reciprocal, the complex parts (real,
-imag, conj), signbit, and the statistics var, std, count_nonzero and vecdot. No data passes through
-the host, so every memory kind and device works; each costs a few kernels, not one.
+values: rounding (floor, ceil, trunc, round), sign, copysign, nextafter, reciprocal, the complex
+parts (real, imag, conj), signbit, and the statistics var, std, count_nonzero and vecdot. No data
+passes through the host, so every memory kind and device works; each costs a few kernels, not one.
 """
 
 from __future__ import annotations
@@ -89,14 +89,24 @@ def sign(x: Any, /) -> Array:
 def copysign(x1: Any, x2: Any, /) -> Array:
     """|x1| with the sign bit of x2, element by element after broadcasting (NaNs too): float32
     and float64, a Python float taking the other operand's dtype."""
-    dtype = _np.result_type(*(x.dtype if isinstance(x, Array) else x for x in (x1, x2)))
-    if dtype not in (_np.float32, _np.float64):
-        raise TypeError(f"copysign: expected float32 or float64 operands, got {dtype}")
-    arrays = [x for x in (x1, x2) if isinstance(x, Array)]
-    device = arrays[0].device if arrays else None  # a scalar or NumPy operand moves there
-    a, b = (_ops.astype(_asarray(x, device=device), dtype) for x in (x1, x2))
+    a, b = _float_pair(x1, x2, "copysign")
     # A sign bit differs: negate (which flips the bit of a NaN too), else x1 as it is.
     return _ops.where(_ops.not_equal(signbit(a), signbit(b)), _ops.negative(a), a)
+
+
+def nextafter(x1: Any, x2: Any, /) -> Array:
+    """The next representable value after x1 toward x2 (x2 where they are equal, the smallest
+    subnormal with the direction's sign after a zero, NaN with a NaN): float32 and float64."""
+    a, b = _float_pair(x1, x2, "nextafter")
+    # Away from zero is one more in the bits (IEEE floats order as sign-magnitude integers).
+    ints = "int32" if a.dtype == _np.float32 else "int64"
+    away = _ops.astype(_ops.equal(_ops.less(a, b), _ops.greater(a, 0)), ints)
+    step = _ops.subtract(_ops.add(a.view(ints), _ops.add(away, away)), 1).view(a.dtype)
+    tiny = float(_np.nextafter(_np.zeros((), a.dtype), 1))
+    after_zero = _ops.astype(_ops.where(_ops.less(a, b), tiny, -tiny), a.dtype)
+    step = _ops.where(_ops.equal(a, 0), after_zero, step)
+    step = _ops.where(_ops.equal(a, b), b, step)
+    return _ops.where(_ops.logical_or(_ops.isnan(a), _ops.isnan(b)), math.nan, step)
 
 
 def reciprocal(x: Any, /) -> Array:
@@ -204,6 +214,18 @@ def _real_number(x: Any, what: str) -> Array:
     if a.dtype.kind not in "iuf":
         raise TypeError(f"{what}: x: expected a real numeric dtype, got {a.dtype}")
     return a
+
+
+def _float_pair(x1: Any, x2: Any, what: str) -> Tuple[Array, Array]:
+    """Both operands in their promoted dtype (NEP 50), float32 or float64, where the first Array
+    among them lives (a scalar or NumPy operand moves there)."""
+    dtype = _np.result_type(*(x.dtype if isinstance(x, Array) else x for x in (x1, x2)))
+    if dtype not in (_np.float32, _np.float64):
+        raise TypeError(f"{what}: expected float32 or float64 operands, got {dtype}")
+    arrays = [x for x in (x1, x2) if isinstance(x, Array)]
+    device = arrays[0].device if arrays else None
+    a, b = (_ops.astype(_asarray(x, device=device), dtype) for x in (x1, x2))
+    return a, b
 
 
 def _component(a: Array, part: int) -> Array:

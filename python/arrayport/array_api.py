@@ -25,8 +25,8 @@ from ._array_api import _placement, asarray as _asarray, from_dlpack
 from ._array_api_manipulation import (
     concat, diff, flip, meshgrid, moveaxis, repeat, roll, stack, tile, tril, triu, unstack)
 from ._array_api_math import (
-    ceil, conj, copysign, count_nonzero, floor, imag, real, reciprocal, round, sign, signbit, std,
-    trunc, var, vecdot)
+    ceil, conj, copysign, count_nonzero, floor, imag, nextafter, real, reciprocal, round, sign,
+    signbit, std, trunc, var, vecdot)
 from ._core import Array, _broadcast_view, empty as _empty
 from .ops import (
     abs, add, bitwise_and, bitwise_invert, bitwise_or, bitwise_xor, cos, divide, equal, exp,

@@ -235,16 +235,27 @@ def test_diff_matches_numpy(c, dtype, data, device):
                                 st.sampled_from(["float32", "float64"])),
        scalar=st.sampled_from([None, -0.0, 0.0, 2.5, -np.inf, np.nan]),
        device=st.sampled_from(DEVICES))
-def test_copysign_is_numpys_bits(c, dtypes, scalar, device):
+def test_copysign_and_nextafter_are_numpys_bits(c, dtypes, scalar, device):
     shape, layout, seed = c
     rng = np.random.default_rng(seed)
     a, n = laid_out(values(shape, dtypes[0], rng), layout, device)
     m = values(n.shape[-1:], dtypes[1], rng)  # broadcast along the last axis
     m[rng.random(m.shape) < 0.5] *= -1  # NaNs of both signs
     same(xp.copysign(a, xp.asarray(m, device=device)), np.copysign(n, m))
+    with np.errstate(all="ignore"):
+        same(xp.nextafter(a, xp.asarray(m, device=device)), np.nextafter(n, m))
     if scalar is not None:
         same(xp.copysign(a, scalar), np.copysign(n, scalar))
         same(xp.copysign(scalar, a), np.copysign(scalar, n))
+        with np.errstate(all="ignore"):
+            same(xp.nextafter(a, scalar), np.nextafter(n, scalar))
+    edges = np.array([0.0, -0.0, np.inf, -np.inf, np.nan], dtypes[0])
+    info = np.finfo(dtypes[0])
+    ends = np.concatenate([edges, [info.max, info.smallest_subnormal]])
+    p, q = (v.ravel().astype(dtypes[0]) for v in np.meshgrid(ends, ends))
+    with np.errstate(all="ignore"):  # zeros, infinities, NaNs, the largest and smallest values
+        same(xp.nextafter(xp.asarray(p, device=device), xp.asarray(q, device=device)),
+             np.nextafter(p, q))
 
 
 def test_refusals_name_the_argument_and_what_came():
