@@ -199,4 +199,48 @@ def _where(a: Array) -> str:
     return f"{a.memory} memory" + (f" on device {a.device[1]}" if a.memory in _GPU_KINDS else "")
 
 
+# ---- arguments and results of the namespace's functions (array_api.py and its modules) --------
+
+def _as_array(x: Any) -> Array:
+    """x as it is when an Array, else asarray(x)."""
+    return x if isinstance(x, Array) else asarray(x)
+
+
+def _empty_where(a: Array, shape: Tuple[int, ...], dtype: Any) -> Array:
+    """A result of `shape` and `dtype` in a's memory kind, on a's device."""
+    kind, index = _placement(None, a.device, "empty")
+    return _empty(shape, dtype, memory=kind, device=index)
+
+
+def _axis_index(i: int, ndim: int, what: str) -> int:
+    """Axis i of ndim as 0..ndim-1: an int in [-ndim, ndim - 1], bool refused."""
+    if not isinstance(i, int) or isinstance(i, bool):
+        raise TypeError(f"{what}: axis: expected an int, got {type(i).__name__}")
+    if not -ndim <= i < ndim:
+        raise IndexError(f"{what}: axis: expected in [{-ndim}, {ndim - 1}], got {i}")
+    return i % ndim
+
+
+def _axis_set(axis: Union[int, Tuple[int, ...], None], ndim: int, what: str) -> set[int]:
+    """The distinct axes an axis= argument names (None: every axis)."""
+    if axis is None:
+        return set(range(ndim))
+    axes = [_axis_index(i, ndim, what) for i in _int_tuple(axis)]
+    if len(set(axes)) != len(axes):
+        raise ValueError(f"{what}: axis: expected distinct axes, got {axis}")
+    return set(axes)
+
+
+def _int_tuple(v: Union[int, Tuple[int, ...]]) -> Tuple[int, ...]:
+    return (v,) if isinstance(v, int) else tuple(v)
+
+
+def _wrapped(r: Array, dtype: Any) -> Array:
+    """An integer reduction's widened result r as `dtype`, modulo 2^bits. uint8's sums are uint64,
+    which ops does not convert: the same bits as int64 wrap alike."""
+    from . import ops
+
+    return ops.astype(r.view("int64") if r.dtype == "uint64" else r, dtype)
+
+
 __all__ = ["asarray", "from_dlpack"]

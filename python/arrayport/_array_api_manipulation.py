@@ -13,8 +13,10 @@ from typing import Any, List, Optional, Sequence, Tuple, Union
 import numpy as _np
 
 from . import ops as _ops
-from ._array_api import _placement, asarray as _asarray
-from ._core import Array, _broadcast_view, empty as _empty
+from ._array_api import (
+    _as_array as _in, _axis_index as _axis, _axis_set as _axes, _empty_where as _like,
+    _int_tuple as _tuple, asarray as _asarray)
+from ._core import Array, _broadcast_view
 
 Axes = Union[int, Tuple[int, ...], None]
 
@@ -237,10 +239,6 @@ def _triangle(a: Array, k: int, what: str, mask_of: Any) -> Array:
 
 # ---- helpers --------------------------------------------------------------------------------
 
-def _in(x: Any) -> Array:
-    return x if isinstance(x, Array) else _asarray(x)
-
-
 def _inputs(arrays: Sequence[Any], what: str) -> List[Array]:
     if isinstance(arrays, Array) or not isinstance(arrays, (list, tuple)):
         raise TypeError(f"{what}: arrays: expected a list or tuple of arrays, got "
@@ -257,32 +255,6 @@ def _inputs(arrays: Sequence[Any], what: str) -> List[Array]:
 
 def _flat(a: Array) -> Array:
     return (a if a.c_contiguous else _ops.copy(a)).reshape((a.size,))
-
-
-def _like(a: Array, shape: Tuple[int, ...], dtype: Any) -> Array:
-    kind, index = _placement(None, a.device, "empty")
-    return _empty(shape, dtype, memory=kind, device=index)
-
-
-def _axis(i: int, ndim: int, what: str) -> int:
-    if not isinstance(i, int) or isinstance(i, bool):
-        raise TypeError(f"{what}: axis: expected an int, got {type(i).__name__}")
-    if not -ndim <= i < ndim:
-        raise IndexError(f"{what}: axis: expected in [{-ndim}, {ndim - 1}], got {i}")
-    return i % ndim
-
-
-def _axes(axis: Axes, ndim: int, what: str) -> set[int]:
-    if axis is None:
-        return set(range(ndim))
-    axes = [_axis(i, ndim, what) for i in _tuple(axis)]
-    if len(set(axes)) != len(axes):
-        raise ValueError(f"{what}: axis: expected distinct axes, got {axis}")
-    return set(axes)
-
-
-def _tuple(v: Union[int, Tuple[int, ...]]) -> Tuple[int, ...]:
-    return (v,) if isinstance(v, int) else tuple(v)
 
 
 def _joinable(shape: Tuple[int, ...], axis: int) -> str:

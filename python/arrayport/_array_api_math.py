@@ -13,7 +13,8 @@ from typing import Any, Tuple, Union
 import numpy as _np
 
 from . import ops as _ops
-from ._array_api import asarray as _asarray
+from ._array_api import (
+    _as_array as _in, _axis_set as _axes, _empty_where, _wrapped, asarray as _asarray)
 from ._core import Array
 
 Axis = Union[int, Tuple[int, ...], None]
@@ -127,7 +128,7 @@ def imag(x: Any, /) -> Array:
     a = _in(x)
     if a.dtype.kind == "c":
         return _component(a, 1)
-    zeros = _ops.copy(a)
+    zeros = _empty_where(a, a.shape, a.dtype)
     zeros.fill(0)
     return zeros
 
@@ -198,16 +199,11 @@ def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Array:
     total = _ops.sum(products, axis)
     if total.dtype == products.dtype:
         return total
-    # Integer sums accumulate widened (uint8's in uint64, which ops does not convert: its bits as
-    # int64); NumPy's vecdot keeps the operands' dtype, which is the wide sum modulo 2^bits.
-    return _ops.astype(total.view("int64") if total.dtype == "uint64" else total, products.dtype)
+    # Integer sums accumulate widened; NumPy's vecdot keeps the operands' dtype.
+    return _wrapped(total, products.dtype)
 
 
 # ---- helpers --------------------------------------------------------------------------------
-
-def _in(x: Any) -> Array:
-    return x if isinstance(x, Array) else _asarray(x)
-
 
 def _real_number(x: Any, what: str) -> Array:
     a = _in(x)
@@ -234,13 +230,3 @@ def _component(a: Array, part: int) -> Array:
     # A view as the float pair: a new last axis of extent 1 becomes 2 (any layout allows it).
     pairs = a[..., None].view("float32" if a.dtype == _np.complex64 else "float64")
     return pairs[..., part]
-
-
-def _axes(axis: Axis, ndim: int, what: str) -> Tuple[int, ...]:
-    if axis is None:
-        return tuple(range(ndim))
-    axes = (axis,) if isinstance(axis, int) else tuple(axis)
-    for i in axes:
-        if not -ndim <= i < ndim:
-            raise IndexError(f"{what}: axis: expected in [{-ndim}, {ndim - 1}], got {i}")
-    return tuple(i % ndim for i in axes)

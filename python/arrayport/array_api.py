@@ -21,7 +21,7 @@ from typing import Any, Callable, NamedTuple, Optional, Sequence, Tuple, Union
 import numpy as _np
 
 from . import ops as _ops
-from ._array_api import _placement, asarray as _asarray, from_dlpack
+from ._array_api import _as_array as _in, _placement, _wrapped, asarray as _asarray, from_dlpack
 from ._array_api_manipulation import (
     concat, diff, flip, meshgrid, moveaxis, repeat, roll, stack, tile, tril, triu, unstack)
 from ._array_api_math import (
@@ -315,10 +315,6 @@ def __array_namespace_info__() -> _Info:
 
 # ---- helpers --------------------------------------------------------------------------------
 
-def _in(x: Any) -> Array:
-    return x if isinstance(x, Array) else _asarray(x)
-
-
 def _in_dtype(reduce: Callable[..., Array], x: Any, axis: Any, dtype: Any,
               keepdims: builtins.bool) -> Array:
     """reduce(x) computed in `dtype`: integers accumulate widened (as ops does) and wrap back,
@@ -327,10 +323,7 @@ def _in_dtype(reduce: Callable[..., Array], x: Any, axis: Any, dtype: Any,
     if dtype is None:
         return reduce(a, axis, keepdims)
     r = reduce(a if a.dtype == dtype else _ops.astype(a, dtype), axis, keepdims)
-    if r.dtype == dtype:
-        return r
-    # uint8's sums are uint64, which ops does not convert: the same bits as int64 wrap alike.
-    return _ops.astype(r.view("int64") if r.dtype == "uint64" else r, dtype)
+    return r if r.dtype == dtype else _wrapped(r, dtype)
 
 
 def _shape(shape: Shape) -> Tuple[int, ...]:
