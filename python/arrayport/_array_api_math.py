@@ -91,8 +91,11 @@ def copysign(x1: Any, x2: Any, /) -> Array:
     """|x1| with the sign bit of x2, element by element after broadcasting (NaNs too): float32
     and float64, a Python float taking the other operand's dtype."""
     a, b = _float_pair(x1, x2, "copysign")
-    # A sign bit differs: negate (which flips the bit of a NaN too), else x1 as it is.
-    return _ops.where(_ops.not_equal(signbit(a), signbit(b)), _ops.negative(a), a)
+    # In the bits: GPU arithmetic (negation too) may return a NaN without its sign.
+    ints = "int32" if a.dtype == _np.float32 else "int64"
+    sign = -(1 << (8 * a.dtype.itemsize - 1))  # the sign bit alone, as a signed integer
+    magnitude = _ops.bitwise_and(a.view(ints), ~sign)
+    return _ops.bitwise_or(magnitude, _ops.bitwise_and(b.view(ints), sign)).view(a.dtype)
 
 
 def nextafter(x1: Any, x2: Any, /) -> Array:

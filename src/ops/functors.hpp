@@ -54,6 +54,8 @@ struct negative_fn {
   ARRAYPORT_HOST_DEVICE C operator()(C a) const {
     if constexpr (std::is_integral_v<C>)
       return detail::wrap_sub(C(0), a);
+    else if constexpr (std::is_floating_point_v<C>)
+      return detail::negate_(a);
     else
       return -a;
   }

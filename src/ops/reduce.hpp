@@ -169,6 +169,13 @@ struct arg_reduce {
     }
     return b.index < a.index ? b : a;
   }
+  // a combined with b where b's index is above every index in a: fewer tests than operator().
+  ARRAYPORT_HOST_DEVICE void step(pair& a, pair b) const {
+    if (a.index >= 0 && detail::is_nan(a.value)) return;
+    if (a.index < 0 || detail::is_nan(b.value) ||
+        (Max ? detail::greater(b.value, a.value) : detail::greater(a.value, b.value)))
+      a = b;
+  }
 };
 
 template <reduce_op Op, class Acc>

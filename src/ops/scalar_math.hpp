@@ -98,6 +98,22 @@ inline double fmod_(double x, double y) { return fmod_x87_(x, y); }
 ARRAYPORT_HOST_DEVICE inline float fmod_(float x, float y) { return fmodf(x, y); }
 ARRAYPORT_HOST_DEVICE inline double fmod_(double x, double y) { return fmod(x, y); }
 #endif
+// -x with a NaN's sign bit flipped too, as NumPy's negative does: in the bits on the GPU, whose
+// negation is an arithmetic instruction (PTX leaves a NaN result's sign unspecified).
+ARRAYPORT_HOST_DEVICE inline float negate_(float x) {
+#ifdef __CUDA_ARCH__
+  return __int_as_float(__float_as_int(x) ^ int(0x80000000u));
+#else
+  return -x;
+#endif
+}
+ARRAYPORT_HOST_DEVICE inline double negate_(double x) {
+#ifdef __CUDA_ARCH__
+  return __longlong_as_double(__double_as_longlong(x) ^ (long long)(0x8000000000000000ull));
+#else
+  return -x;
+#endif
+}
 ARRAYPORT_HOST_DEVICE inline float floor_(float x) { return floorf(x); }
 ARRAYPORT_HOST_DEVICE inline double floor_(double x) { return floor(x); }
 ARRAYPORT_HOST_DEVICE inline float pow_(float x, float y) { return powf(x, y); }

@@ -41,23 +41,64 @@ __device__ inline compute_t<A> scalar_of(const gpu_operand& o) {
   return load_direct(&v);
 }
 
-// Operand I's k-th vector of V elements (a scalar repeated), of its argument's storage type.
-template <op_id Op, int I, class S, int V, int N>
-__device__ inline vec<arg_storage_t<Op, I, S>, V> vec_get(const gpu_args<N>& a, std::int64_t k) {
+// E elements of A as vectors of at most 16 bytes, so that no access asks for more alignment than
+// the flat path checks (a 64-byte struct could become one 256-bit access on newer chips).
+template <class A, int E>
+struct lanes {
+  static constexpr int W = E * int(sizeof(A)) > 16 ? int(16 / sizeof(A)) : E;
+  static_assert(E % W == 0, "lanes: whole vectors");
+  vec<A, W> part[E / W];
+  __device__ A& operator[](int e) { return part[e / W].v[e % W]; }
+  __device__ const A& operator[](int e) const { return part[e / W].v[e % W]; }
+  __device__ static lanes load(const A* p, std::int64_t k) {  // elements [k E, (k + 1) E)
+    lanes r;
+    const auto* q = reinterpret_cast<const vec<A, W>*>(p) + k * (E / W);
+#pragma unroll
+    for (int c = 0; c < E / W; ++c) r.part[c] = q[c];
+    return r;
+  }
+  __device__ void store(A* p, std::int64_t k) const {
+    auto* q = reinterpret_cast<vec<A, W>*>(p) + k * (E / W);
+#pragma unroll
+    for (int c = 0; c < E / W; ++c) q[c] = part[c];
+  }
+};
+
+// Operand I's k-th group of E elements (a scalar repeated), of its argument's storage type.
+template <op_id Op, int I, class S, int E, int N>
+__device__ inline lanes<arg_storage_t<Op, I, S>, E> lanes_get(const gpu_args<N>& a,
+                                                              std::int64_t k) {
   using A = arg_storage_t<Op, I, S>;
   const gpu_operand& o = a.in[I];
-  if (o.data) return reinterpret_cast<const vec<A, V>*>(o.data)[k];
-  vec<A, V> r;
-  for (int j = 0; j < V; ++j) memcpy(&r.v[j], o.scalar, sizeof(A));
+  if (o.data) return lanes<A, E>::load(reinterpret_cast<const A*>(o.data), k);
+  lanes<A, E> r;
+#pragma unroll
+  for (int j = 0; j < E; ++j) memcpy(&r[j], o.scalar, sizeof(A));
   return r;
 }
 
-template <class O, int V, class F, class... Vs>
-__device__ inline void store_vec(const F& f, O* out, std::int64_t k, const Vs&... in) {
-  vec<O, V> r;
+template <class O, int E, class F, class... Ls>
+__device__ inline void store_lanes(const F& f, O* out, std::int64_t k, const Ls&... in) {
+  lanes<O, E> r;
 #pragma unroll
-  for (int j = 0; j < V; ++j) r.v[j] = convert<O>(f(load_direct(&in.v[j])...));
-  reinterpret_cast<vec<O, V>*>(out)[k] = r;
+  for (int j = 0; j < E; ++j) r[j] = convert<O>(f(load_direct(&in[j])...));
+  r.store(out, k);
+}
+
+// 16-byte vectors of S a thread and step, adjacent in memory. More than one where the result is
+// narrower than S (a bool of float32: 4-byte stores ran at 0.89x PyTorch on an H200, 8-byte
+// ones at 1.0x) and for power, whose arithmetic bounds it (955 -> 846 us at 2^28 float32).
+template <op_id Op, class S>
+constexpr int vectors_per_step() {
+  using O = result_storage_t<Op, S>;
+  if constexpr (Op == op_id::power) {
+    return 4;
+  } else if constexpr (sizeof(O) < sizeof(S)) {
+    constexpr int u = 8 / (vec_width<S> * int(sizeof(O)));
+    return u < 1 ? 1 : u > 4 ? 4 : u;
+  } else {
+    return 1;
+  }
 }
 
 template <op_id Op, int I, class S, int N>
@@ -73,22 +114,23 @@ __device__ inline compute_t<arg_storage_t<Op, I, S>> flat_get(const gpu_args<N>&
 template <op_id Op, class S, bool Arrays, class F, std::size_t... I>
 __global__ void flat_kernel(F f, gpu_args<sizeof...(I)> a, std::index_sequence<I...>) {
   using O = result_storage_t<Op, S>;
-  constexpr int V = vec_width<S>;
+  constexpr int E = vec_width<S> * vectors_per_step<Op, S>();
   O* out = reinterpret_cast<O*>(a.out);
   const std::int64_t tid = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
   std::int64_t tail = 0;
-  if (a.aligned) {  // V elements of S a step (where's condition: V bools)
-    const std::int64_t nvec = a.size / V;
-    for (std::int64_t k = tid; k < nvec; k += stride) {
+  if (a.aligned) {  // E elements of S a step (where's condition: E bools)
+    const std::int64_t groups = a.size / E;
+    for (std::int64_t k = tid; k < groups; k += stride) {
       if constexpr (Arrays)
-        store_vec<O, V>(
+        store_lanes<O, E>(
             f, out, k,
-            reinterpret_cast<const vec<arg_storage_t<Op, int(I), S>, V>*>(a.in[I].data)[k]...);
+            lanes<arg_storage_t<Op, int(I), S>, E>::load(
+                reinterpret_cast<const arg_storage_t<Op, int(I), S>*>(a.in[I].data), k)...);
       else
-        store_vec<O, V>(f, out, k, vec_get<Op, int(I), S, V>(a, k)...);
+        store_lanes<O, E>(f, out, k, lanes_get<Op, int(I), S, E>(a, k)...);
     }
-    tail = nvec * V;
+    tail = groups * E;
   }
   for (std::int64_t i = tail + tid; i < a.size; i += stride)
     out[i] = convert<O>(f(flat_get<Op, int(I), S>(a, i)...));
@@ -189,8 +231,8 @@ void run(const ew_call& c) {
   }
   a.aligned = aligned;
   if (c.flat) {
-    constexpr int V = vec_width<S>;
-    const unsigned grid = grid_for((c.size + V - 1) / V);
+    constexpr int E = vec_width<S> * vectors_per_step<Op, S>();
+    const unsigned grid = grid_for((c.size + E - 1) / E);
     // power of two arrays has a kernel without the scalar test: faster for it, slower for other
     // ops and for scalar exponents (docs/benchmarks.md, "Tuning constants of arrayport.ops").
     if constexpr (Op == op_id::power) {

@@ -408,3 +408,47 @@ def test_reducing_an_empty_axis_of_a_view_without_data(name, dtype, key):
         warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's "mean of empty slice"
         want = getattr(np, name)(np.zeros((3, 0), ref_dtype)[key], axis=1)
     np.testing.assert_array_equal(to_numpy(got), want.astype(to_numpy(got).dtype))
+
+
+@needs_gpu
+@pytest.mark.parametrize("memory", GPU_MEMORY)
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "complex64"])
+@pytest.mark.parametrize("n", [16385, (1 << 20) + 3, 3 * (1 << 20) + 7, (1 << 22) + 4 * 333 + 1])
+def test_gpu_long_full_reductions_take_numpys_index_and_sum(memory, dtype, n):
+    # The vector kernels of long contiguous reductions: two vectors a thread in flight, argmin and
+    # argmax taking a thread's elements in index order. Coarse values make ties (the first index
+    # wins); a NaN anywhere wins, the first of two.
+    rng = np.random.default_rng(n)
+    x = rng.integers(-1, 2, n).astype(dtype)
+    g = to_gpu(x, memory)
+    for name in ("argmin", "argmax"):
+        assert int(to_numpy(getattr(ops, name)(g))) == getattr(np, name)(x), name
+    # -1, 0, 1 products: the sum is exact in any order.
+    assert to_numpy(ops.dot(g, g)) == np.dot(x, x)
+    if dtype == "int32":
+        return
+    for first, second in ([n - 1, n // 2], [n // 2 + 1, 3], [0, n - 1]):
+        y = x.copy()
+        y[[first, second]] = np.nan
+        gy = to_gpu(y, memory)
+        for name in ("argmin", "argmax"):
+            assert int(to_numpy(getattr(ops, name)(gy))) == min(first, second), (name, first)
+
+
+@pytest.mark.parametrize("memory", ["host"] + (GPU_MEMORY if HAS_GPU else []))
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("n", [7, 4099])
+def test_nan_sign_bits_are_numpys(memory, dtype, n):
+    # negative flips a NaN's sign bit, copy and where keep it, as NumPy's do (GPU negation is an
+    # arithmetic instruction, whose NaN result need not keep or flip the sign).
+    ints = "int32" if dtype == "float32" else "int64"
+    bits = np.array([0x7FC00000, -0x400000, 0x7F800001, -0x7FFFFF] if dtype == "float32" else
+                    [0x7FF8000000000000, -0x8000000000000, 0x7FF0000000000001, -0xFFFFFFFFFFFFF],
+                    ints)
+    x = np.resize(bits, n).view(dtype)
+    g = x if memory == "host" else to_gpu(x, memory)
+    cond = np.arange(n) % 2 == 0
+    c = cond if memory == "host" else to_gpu(cond, memory)
+    for got, want in ((ops.negative(g), np.negative(x)), (ops.copy(g), x.copy()),
+                      (ops.where(c, g, 1.0), np.where(cond, x, 1.0))):
+        assert np.array_equal(np.signbit(to_numpy(got)), np.signbit(want)), (memory, got)
