@@ -1,13 +1,11 @@
-// CUDA reductions: public entry (the table) -> dispatch (CUB for a full reduction of contiguous
-// data, else a segmented block reduction in one or two passes) -> kernels. Threads accumulate
-// strided slices and blocks combine them as a tree (cub::BlockReduce), as cub::DeviceReduce does.
+// CUDA reductions: public entry (the table) -> dispatch (one block, or the two vector kernels, for
+// a full reduction of contiguous data; else a segmented block reduction in one or two passes) ->
+// kernels. Threads accumulate strided slices and blocks combine them as a tree (cub::BlockReduce).
 #include "ops/cuda/common.cuh"
 
 #include "ops/kernels.hpp"
 
 #include <cub/block/block_reduce.cuh>
-#include <cub/device/device_reduce.cuh>
-#include <thrust/iterator/counting_iterator.h>
 
 #include <algorithm>
 #include <array>
@@ -96,65 +94,94 @@ __global__ void combine_kernel(const Acc* partials, std::int64_t n_out, std::int
   }
 }
 
-template <reduce_op Op, class Acc, class Out>
-__global__ void finish_kernel(const Acc* acc, std::int64_t len, Out* out) {
-  *out = finish<Op, Out>(*acc, len);
+// A bool is read as its byte: any nonzero byte is true, and a byte other than 0 or 1 read as a
+// bool has no defined value (a sum could count 2 for it).
+template <class In>
+using load_t = std::conditional_t<std::is_same_v<In, bool>, std::uint8_t, In>;
+
+template <reduce_op Op, class In, class Acc>
+__device__ inline Acc element_value(const load_t<In>& x, std::int64_t i) {
+  if constexpr (std::is_same_v<In, bool>)
+    return to_acc_value<Op, Acc>(x != 0, i);
+  else
+    return to_acc_value<Op, Acc>(load_direct(&x), i);
 }
 
-// What cub loads for storage type In: a bool as its byte. Any nonzero byte is true, and a byte
-// other than 0 or 1 copied as a bool has no defined value (a sum could count 2 for it).
-template <class In>
-using cub_load_t = std::conditional_t<std::is_same_v<In, bool>, std::uint8_t, In>;
+// V elements of S read as one access: a 16-byte vector, or the element alone where V is 1.
+template <class S, int V>
+using chunk_t = std::conditional_t<V == 1, S, vec<S, V>>;
 
-template <class In, class Acc>
-struct to_acc {
-  __device__ Acc operator()(const cub_load_t<In>& x) const {
-    if constexpr (std::is_same_v<In, bool>)
-      return convert<Acc>(x != 0);
-    else
-      return convert<Acc>(load_direct(&x));
-  }
-};
+template <class S, int V>
+__device__ inline const S& lane(const chunk_t<S, V>& x, int j) {
+  if constexpr (V == 1)
+    return x;
+  else
+    return x.v[j];
+}
 
-// Element i of a contiguous reduction as an accumulator (argmin/argmax: (value, i)); fetch(k)
-// loads the k-th 16-byte vector and each(x, k, f) passes its elements to f, in index order, for
-// the vector kernels below.
-template <reduce_op Op, class In, class Acc>
+// Elements of S before the first 16-byte boundary at or after p (at most len), or -1 where
+// that boundary falls inside an element, so that no vector can start there.
+template <class S>
+std::int64_t head_of(const void* p, std::int64_t len) {
+  const auto gap = std::int64_t((16 - reinterpret_cast<std::uintptr_t>(p) % 16) % 16);
+  if (gap % std::int64_t(sizeof(S)) != 0) return -1;
+  return std::min<std::int64_t>(len, gap / std::int64_t(sizeof(S)));
+}
+
+// Element i of a contiguous reduction as an accumulator (argmin/argmax: (value, i)). fetch(k)
+// loads the k-th chunk of V elements from element first() on (a 16-byte boundary), and each(x,
+// k, f) passes its elements to f in index order, for the vector kernels below. Peel: the start
+// may precede that boundary by `head` elements. argmin/argmax keep Peel off (vectors only from a
+// 16-byte aligned start): with it, 253 -> 324 us at 2^28 float32 on an H200.
+template <reduce_op Op, class In, class Acc, int Width = vec_width<load_t<In>>, bool Peel = true>
 struct element_load {
-  enum : int { V = vec_width<In> };  // elements a vector
-  using chunk = vec<In, V>;
-  const In* p;
-  __device__ Acc operator()(std::int64_t i) const {
-    return to_acc_value<Op, Acc>(load_direct(p + i), i);
+  using S = load_t<In>;
+  enum : int { V = Width };
+  using chunk = chunk_t<S, V>;
+  const S* p;
+  std::int64_t head;
+  __device__ std::int64_t first() const {
+    if constexpr (Peel)
+      return head;
+    else
+      return 0;
   }
-  __device__ chunk fetch(std::int64_t k) const { return reinterpret_cast<const chunk*>(p)[k]; }
+  __device__ Acc operator()(std::int64_t i) const { return element_value<Op, In, Acc>(p[i], i); }
+  __device__ chunk fetch(std::int64_t k) const {
+    return reinterpret_cast<const chunk*>(p + first())[k];
+  }
   template <class F>
   __device__ void each(const chunk& x, std::int64_t k, const F& f) const {
 #pragma unroll
-    for (int j = 0; j < V; ++j) f(to_acc_value<Op, Acc>(load_direct(&x.v[j]), k * V + j));
+    for (int j = 0; j < V; ++j)
+      f(element_value<Op, In, Acc>(lane<S, V>(x, j), first() + k * V + j));
   }
 };
 
-// dot over contiguous inputs of the result dtype: element i as the product x[i] * y[i].
-template <class In, class Acc>
+// dot over contiguous inputs of the result dtype: element i as the product x[i] * y[i]; vectors
+// only from a 16-byte aligned start of both (peeled, 484 -> 495 us at 2^28 on an H200).
+template <class In, class Acc, int Width = vec_width<In>>
 struct product_load {
-  enum : int { V = vec_width<In> };  // elements a vector
+  enum : int { V = Width };
   struct chunk {
-    vec<In, V> a, b;
+    chunk_t<In, V> a, b;
   };
   const In* x;
   const In* y;
+  __device__ static constexpr std::int64_t first() { return 0; }
   __device__ Acc operator()(std::int64_t i) const {
     return convert<Acc>(multiply_fn{}(load_direct(x + i), load_direct(y + i)));
   }
   __device__ chunk fetch(std::int64_t k) const {
-    return {reinterpret_cast<const vec<In, V>*>(x)[k], reinterpret_cast<const vec<In, V>*>(y)[k]};
+    return {reinterpret_cast<const chunk_t<In, V>*>(x)[k],
+            reinterpret_cast<const chunk_t<In, V>*>(y)[k]};
   }
   template <class F>
   __device__ void each(const chunk& c, std::int64_t, const F& f) const {
 #pragma unroll
     for (int j = 0; j < V; ++j)
-      f(convert<Acc>(multiply_fn{}(load_direct(&c.a.v[j]), load_direct(&c.b.v[j]))));
+      f(convert<Acc>(
+          multiply_fn{}(load_direct(&lane<In, V>(c.a, j)), load_direct(&lane<In, V>(c.b, j)))));
   }
 };
 
@@ -180,9 +207,10 @@ __global__ void single_block_kernel(Get get, std::int64_t n, std::int64_t len, O
   if (threadIdx.x == 0) *out = finish<Op, Out>(acc, len);
 }
 
-// A full reduction of contiguous, 16-byte aligned operands in two kernels: each block reduces
-// its grid-stride share of vectors to one partial, then single_block_kernel the partials. (cub
-// over a counting iterator loads one element at a time: argmin 0.96x PyTorch at 2^28.) A thread
+// A full reduction of contiguous operands in two kernels: each block reduces its grid-stride
+// share of 16-byte vectors (from the first 16-byte boundary; the elements before it and after
+// the last whole vector one at a time) to one partial, then single_block_kernel the partials.
+// It replaced cub::DeviceReduce, whose instances took half of this file's compile time. A thread
 // has two vectors in flight, and argmin/argmax take its elements in index order (step(), fewer
 // tests than the general combination): 0.97x -> 1.01x CuPy at 2^28 float32 on an H200.
 // Their reducer breaks ties by index, so the order of combination cannot change the answer.
@@ -202,7 +230,8 @@ __global__ void vector_partial_kernel(Load load, std::int64_t len, Acc* partial)
       acc = r(acc, v);
   };
   const std::int64_t tid = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x, nvec = len / Load::V;
+  const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
+  const std::int64_t head = load.first(), nvec = (len - head) / Load::V;
   std::int64_t k = tid;
   for (; k + stride < nvec; k += 2 * stride) {
     const auto x0 = load.fetch(k), x1 = load.fetch(k + stride);
@@ -210,7 +239,8 @@ __global__ void vector_partial_kernel(Load load, std::int64_t len, Acc* partial)
     load.each(x1, k + stride, add);
   }
   if (k < nvec) load.each(load.fetch(k), k, add);
-  for (std::int64_t i = nvec * Load::V + tid; i < len; i += stride) acc = r(acc, load(i));
+  for (std::int64_t i = tid; i < head; i += stride) acc = r(acc, load(i));
+  for (std::int64_t i = head + nvec * Load::V + tid; i < len; i += stride) acc = r(acc, load(i));
   acc = block_reduce(temp).Reduce(acc, r);
   if (threadIdx.x == 0) partial[blockIdx.x] = acc;
 }
@@ -240,32 +270,6 @@ void vector_reduce(const Load& load, const reduce_call& c) {
   runtime::check_launch("arrayport.ops reduction kernel launch");
 }
 
-// A full reduction of `c.len` elements of `in`, each made an accumulator by `load`.
-template <reduce_op Op, class Acc, class Out, class It, class Load>
-void cub_full_reduce(It in, Load load, const reduce_call& c) {
-  using R = reducer_t<Op, Acc>;
-  const cudaStream_t stream = to_stream(c.stream);
-  std::size_t temp_bytes = 0;
-  ARRAYPORT_CUDA_CHECK(cub::DeviceReduce::TransformReduce(nullptr, temp_bytes, in,
-                                                          static_cast<Acc*>(nullptr), c.len, R{},
-                                                          load, R::identity(), stream));
-  if constexpr (std::is_same_v<Acc, Out> && Op != reduce_op::mean) {
-    // The accumulator is the result: cub writes it, no second kernel.
-    scratch temp(temp_bytes, c.stream);
-    ARRAYPORT_CUDA_CHECK(cub::DeviceReduce::TransformReduce(temp.p, temp_bytes, in,
-                                                            reinterpret_cast<Out*>(c.out), c.len,
-                                                            R{}, load, R::identity(), stream));
-    return;
-  }
-  const std::size_t acc_offset = (temp_bytes + 255) / 256 * 256;
-  scratch temp(acc_offset + sizeof(Acc), c.stream);
-  Acc* acc = reinterpret_cast<Acc*>(static_cast<char*>(temp.p) + acc_offset);
-  ARRAYPORT_CUDA_CHECK(cub::DeviceReduce::TransformReduce(temp.p, temp_bytes, in, acc, c.len, R{},
-                                                          load, R::identity(), stream));
-  finish_kernel<Op, Acc, Out><<<1, 1, 0, stream>>>(acc, c.len, reinterpret_cast<Out*>(c.out));
-  runtime::check_launch("arrayport.ops reduction kernel launch");
-}
-
 template <reduce_op Op, type_id T>
 void run(const reduce_call& c) {
   using Acc = acc_t<Op, T>;
@@ -277,31 +281,34 @@ void run(const reduce_call& c) {
     constexpr auto item = std::int64_t(sizeof(In));
     if (c.n_out == 1 && c.red_ndim == 1 && c.in_types[0] == T && c.in_types[1] == T &&
         c.red_strides[0][0] == item && c.red_strides[1][0] == item) {
-      const product_load<In, Acc> load{reinterpret_cast<const In*>(c.in[0]),
-                                       reinterpret_cast<const In*>(c.in[1])};
-      if (vector_aligned(load.x) && vector_aligned(load.y))
-        vector_reduce<Op, Acc, Out>(load, c);
+      const auto* x = reinterpret_cast<const In*>(c.in[0]);
+      const auto* y = reinterpret_cast<const In*>(c.in[1]);
+      if (vector_aligned(x) && vector_aligned(y))
+        vector_reduce<Op, Acc, Out>(product_load<In, Acc>{x, y}, c);
       else
-        cub_full_reduce<Op, Acc, Out>(thrust::counting_iterator<std::int64_t>(0), load, c);
+        vector_reduce<Op, Acc, Out>(product_load<In, Acc, 1>{x, y}, c);
       return;
     }
   } else {
     if (c.contiguous && c.in_types[0] == T && c.len > 0) {
-      const element_load<Op, In, Acc> load{reinterpret_cast<const In*>(c.in[0])};
+      const auto* p = reinterpret_cast<const load_t<In>*>(c.in[0]);
       if (c.len <= single_block_max) {
-        single_block_kernel<Op, Acc, Out>
-            <<<1, block_threads, 0, stream>>>(load, c.len, c.len, reinterpret_cast<Out*>(c.out));
+        single_block_kernel<Op, Acc, Out><<<1, block_threads, 0, stream>>>(
+            element_load<Op, In, Acc>{p, 0}, c.len, c.len, reinterpret_cast<Out*>(c.out));
         runtime::check_launch("arrayport.ops reduction kernel launch");
-      } else if constexpr (is_arg_reduce(Op)) {
-        // A long full reduction: the vector kernels where the start is 16-byte aligned, else
-        // cub::DeviceReduce (through the index for argmin/argmax).
-        if (vector_aligned(load.p))
-          vector_reduce<Op, Acc, Out>(load, c);
+        return;
+      }
+      constexpr int V = vec_width<load_t<In>>;
+      const std::int64_t head = head_of<load_t<In>>(p, c.len);
+      if constexpr (is_arg_reduce(Op)) {
+        if (head == 0)
+          vector_reduce<Op, Acc, Out>(element_load<Op, In, Acc, V, false>{p, 0}, c);
         else
-          cub_full_reduce<Op, Acc, Out>(thrust::counting_iterator<std::int64_t>(0), load, c);
+          vector_reduce<Op, Acc, Out>(element_load<Op, In, Acc, 1>{p, 0}, c);
+      } else if (head >= 0) {
+        vector_reduce<Op, Acc, Out>(element_load<Op, In, Acc>{p, head}, c);
       } else {
-        cub_full_reduce<Op, Acc, Out>(reinterpret_cast<const cub_load_t<In>*>(c.in[0]),
-                                      to_acc<In, Acc>{}, c);
+        vector_reduce<Op, Acc, Out>(element_load<Op, In, Acc, 1>{p, 0}, c);
       }
       return;
     }
