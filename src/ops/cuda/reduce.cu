@@ -298,18 +298,14 @@ void run(const reduce_call& c) {
         runtime::check_launch("arrayport.ops reduction kernel launch");
         return;
       }
-      constexpr int V = vec_width<load_t<In>>;
-      const std::int64_t head = head_of<load_t<In>>(p, c.len);
-      if constexpr (is_arg_reduce(Op)) {
-        if (head == 0)
-          vector_reduce<Op, Acc, Out>(element_load<Op, In, Acc, V, false>{p, 0}, c);
-        else
-          vector_reduce<Op, Acc, Out>(element_load<Op, In, Acc, 1>{p, 0}, c);
-      } else if (head >= 0) {
-        vector_reduce<Op, Acc, Out>(element_load<Op, In, Acc>{p, head}, c);
-      } else {
+      // argmin/argmax: vectors only from an aligned start, unpeeled (see element_load).
+      constexpr bool peel = !is_arg_reduce(Op);
+      using vectors = element_load<Op, In, Acc, vec_width<load_t<In>>, peel>;
+      const std::int64_t head = peel ? head_of<load_t<In>>(p, c.len) : vector_aligned(p) ? 0 : -1;
+      if (head >= 0)
+        vector_reduce<Op, Acc, Out>(vectors{p, head}, c);
+      else  // one element at a time
         vector_reduce<Op, Acc, Out>(element_load<Op, In, Acc, 1>{p, 0}, c);
-      }
       return;
     }
   }
