@@ -29,6 +29,9 @@ struct array_object {
   PyObject* base;            // what keeps a view's memory alive (an Array or a foreign owner)
   PyObject* stream_owner;    // keeps the stream `owned` is released on alive, or nullptr
   PyObject* weakrefs;
+  // The buffer protocol's shape and byte strides, made on the first export and freed with the
+  // Array: no release frees them, so Python 3.12's __release_buffer__ has nothing to free twice.
+  Py_ssize_t* buffer_extents;
 };
 
 extern PyTypeObject* array_type;

@@ -138,17 +138,21 @@ int array_getbuffer(PyObject* self, Py_buffer* view, int flags) {
     view->obj = nullptr;
     return -1;
   }
-  // shape and strides in Py_ssize_t bytes, freed in releasebuffer.
-  auto* extents = static_cast<Py_ssize_t*>(PyMem_Malloc(sizeof(Py_ssize_t) * (2 * ndim + 1)));
-  if (!extents) {
-    PyErr_NoMemory();
-    view->obj = nullptr;
-    return -1;
+  // shape and strides in Py_ssize_t bytes, kept by the Array (its layout never changes).
+  if (!a->buffer_extents) {
+    auto* e = static_cast<Py_ssize_t*>(PyMem_Malloc(sizeof(Py_ssize_t) * (2 * ndim + 1)));
+    if (!e) {
+      PyErr_NoMemory();
+      view->obj = nullptr;
+      return -1;
+    }
+    for (int i = 0; i < ndim; ++i) {
+      e[i] = static_cast<Py_ssize_t>(a->view.shape[i]);
+      e[ndim + i] = static_cast<Py_ssize_t>(a->view.strides[i]) * itemsize;
+    }
+    a->buffer_extents = e;
   }
-  for (int i = 0; i < ndim; ++i) {
-    extents[i] = static_cast<Py_ssize_t>(a->view.shape[i]);
-    extents[ndim + i] = static_cast<Py_ssize_t>(a->view.strides[i]) * itemsize;
-  }
+  Py_ssize_t* const extents = a->buffer_extents;
   view->buf = a->view.data;
   view->obj = Py_NewRef(self);
   view->len = len;
@@ -159,10 +163,8 @@ int array_getbuffer(PyObject* self, Py_buffer* view, int flags) {
   view->shape = (flags & PyBUF_ND) == PyBUF_ND ? extents : nullptr;
   view->strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES ? extents + ndim : nullptr;
   view->suboffsets = nullptr;
-  view->internal = extents;
+  view->internal = nullptr;
   return 0;
 }
-
-void array_releasebuffer(PyObject*, Py_buffer* view) { PyMem_Free(view->internal); }
 
 }  // namespace arrayport::ext

@@ -4,6 +4,7 @@
 #include "common/errors.hpp"
 
 #include <arrayport/layout.hpp>
+#include <arrayport/python/limited_api.hpp>
 
 #include <string>
 #include <utility>
@@ -22,7 +23,7 @@ namespace {
 [[noreturn]] void not_an_index(PyObject* item, const char* why) {
   index_error(std::string("only integers, slices (':'), ellipsis ('...') and None are valid "
                           "indices (arrayport has no advanced indexing); got ") +
-              Py_TYPE(item)->tp_name + why);
+              python::limited::tp_name(Py_TYPE(item)) + why);
 }
 
 }  // namespace
@@ -31,10 +32,10 @@ namespace {
 // __getitem__ (a view) and __setitem__ (the target of a copy).
 basic_index resolve_basic_index(array_object* a, PyObject* key) {
   nb::object items = PyTuple_Check(key) ? nb::borrow(key) : nb::make_tuple(nb::handle(key));
-  const Py_ssize_t n = PyTuple_GET_SIZE(items.ptr());
+  const Py_ssize_t n = python::limited::tuple_size(items.ptr());
   int consumed = 0, ellipses = 0;
   for (Py_ssize_t k = 0; k < n; ++k) {
-    PyObject* item = PyTuple_GET_ITEM(items.ptr(), k);
+    PyObject* item = python::limited::tuple_item(items.ptr(), k);
     if (item == Py_Ellipsis)
       ++ellipses;
     else if (item != Py_None)
@@ -55,7 +56,7 @@ basic_index resolve_basic_index(array_object* a, PyObject* key) {
     strides.push_back(a->view.strides[ax]);
   };
   for (Py_ssize_t k = 0; k < n; ++k) {
-    PyObject* item = PyTuple_GET_ITEM(items.ptr(), k);
+    PyObject* item = python::limited::tuple_item(items.ptr(), k);
     if (item == Py_Ellipsis) {
       for (int skip = a->view.ndim - consumed; skip > 0; --skip) keep_axis(axis++);
     } else if (item == Py_None) {
@@ -130,10 +131,12 @@ PyObject* array_transpose(PyObject* self, PyObject* args) {
     const int ndim = a->view.ndim;
     std::vector<int> perm;
     nb::object axes = nb::borrow(args);
-    if (PyTuple_GET_SIZE(args) == 1 && PySequence_Check(PyTuple_GET_ITEM(args, 0)) &&
-        !PyUnicode_Check(PyTuple_GET_ITEM(args, 0)))
-      axes = nb::borrow(PyTuple_GET_ITEM(args, 0));
-    if (PyTuple_GET_SIZE(args) == 1 && PyTuple_GET_ITEM(args, 0) == Py_None) axes = nb::tuple();
+    if (python::limited::tuple_size(args) == 1 &&
+        PySequence_Check(python::limited::tuple_item(args, 0)) &&
+        !PyUnicode_Check(python::limited::tuple_item(args, 0)))
+      axes = nb::borrow(python::limited::tuple_item(args, 0));
+    if (python::limited::tuple_size(args) == 1 && python::limited::tuple_item(args, 0) == Py_None)
+      axes = nb::tuple();
     std::vector<int> given;  // every axis an int before the count is compared (NumPy's order)
     for (nb::handle h : axes)
       given.push_back(static_cast<int>(
@@ -175,10 +178,11 @@ PyObject* get_T(PyObject* self, void*) {
 PyObject* array_reshape(PyObject* self, PyObject* args) {
   return guarded<PyObject*>(nullptr, [&]() -> PyObject* {
     array_object* a = as_array(self);
-    if (PyTuple_GET_SIZE(args) == 0)
+    if (python::limited::tuple_size(args) == 0)
       throw type_error("reshape: expected a shape (an int, ints or a tuple of ints), got none");
-    nb::handle spec =
-        PyTuple_GET_SIZE(args) == 1 ? nb::handle(PyTuple_GET_ITEM(args, 0)) : nb::handle(args);
+    nb::handle spec = python::limited::tuple_size(args) == 1
+                          ? nb::handle(python::limited::tuple_item(args, 0))
+                          : nb::handle(args);
     std::vector<std::int64_t> shape;
     int infer = -1;
     auto add = [&](nb::handle h) {

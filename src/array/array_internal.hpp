@@ -103,7 +103,6 @@ Py_ssize_t array_length(PyObject* self);
 PyObject* get_cuda_array_interface(PyObject* self, void*);
 PyObject* get_array_interface(PyObject* self, void*);
 int array_getbuffer(PyObject* self, Py_buffer* view, int flags);
-void array_releasebuffer(PyObject* self, Py_buffer* view);
 
 // array_numbers.cpp: int(), float(), complex(), operator.index(), bool() and __array__.
 PyObject* array_int(PyObject* self);

@@ -9,6 +9,7 @@
 #include "common/errors.hpp"
 
 #include <arrayport/layout.hpp>
+#include <arrayport/python/limited_api.hpp>
 
 #include <structmember.h>  // PyMemberDef, T_PYSSIZET, READONLY (Python < 3.12 spelling)
 
@@ -30,7 +31,7 @@ namespace {
 // Allocates an Array of `data` with room for `ndim` extents, its view filled (layout.hpp) but for
 // the extents, which the caller writes. The view's owner is the Array itself.
 array_object* alloc_array(int ndim, void* data, arrayport_dtype_t dt, c_view_place place) {
-  auto* a = reinterpret_cast<array_object*>(array_type->tp_alloc(array_type, 0));
+  auto* a = reinterpret_cast<array_object*>(PyType_GenericAlloc(array_type, 0));
   if (!a) throw nb::python_error();
   if (ndim > inline_rank) {
     a->extents = new (std::nothrow) std::int64_t[2 * static_cast<std::size_t>(ndim)];
@@ -75,8 +76,9 @@ void array_dealloc(PyObject* self) {
   Py_XDECREF(a->stream_owner);  // only now: the release above was queued on its stream
   Py_XDECREF(a->base);
   if (a->extents != a->inline_extents) delete[] a->extents;
+  PyMem_Free(a->buffer_extents);
   PyTypeObject* type = Py_TYPE(self);
-  type->tp_free(self);
+  PyObject_GC_Del(self);  // the type's tp_free: it has Py_TPFLAGS_HAVE_GC and no subclasses
   Py_DECREF(type);
 }
 
@@ -201,7 +203,6 @@ PyType_Slot array_slots[] = {
     {Py_mp_ass_subscript, reinterpret_cast<void*>(array_ass_subscript)},
     {Py_sq_length, reinterpret_cast<void*>(array_length)},
     {Py_bf_getbuffer, reinterpret_cast<void*>(array_getbuffer)},
-    {Py_bf_releasebuffer, reinterpret_cast<void*>(array_releasebuffer)},
     {Py_tp_doc,
      const_cast<char*>(
          "An n-dimensional array in device, managed, pinned or host memory, shared zero-copy "
@@ -249,7 +250,7 @@ PyObject* tuple_of(const std::int64_t* values, int n, std::int64_t scale) {
       Py_DECREF(t);
       return nullptr;
     }
-    PyTuple_SET_ITEM(t, i, v);
+    python::limited::tuple_fill(t, i, v);
   }
   return t;
 }
@@ -257,7 +258,7 @@ PyObject* tuple_of(const std::int64_t* values, int n, std::int64_t scale) {
 array_object* require_array(nb::handle h, const char* what) {
   if (!is_array(h.ptr()))
     throw type_error(std::string(what) + ": expected an arrayport.Array, got " +
-                     Py_TYPE(h.ptr())->tp_name);
+                     python::limited::tp_name(Py_TYPE(h.ptr())));
   return as_array(h.ptr());
 }
 
@@ -322,6 +323,7 @@ void register_array(nb::module_& m) {
   array_type = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&array_spec));
   if (!array_type) throw nb::python_error();
   register_exchange_api(array_type);
+  nb::module_::import_("atexit").attr("register")(nb::cpp_function(&note_interpreter_exiting));
   m.attr("Array") = nb::borrow(reinterpret_cast<PyObject*>(array_type));
   register_creation_functions(m);
   m.def("_dlpack_live_exports", &dlpack_live_exports,

@@ -9,6 +9,7 @@
 #include <arrayport/c/dlpack.h>
 #include <arrayport/memory_kind.hpp>
 #include <arrayport/runtime.hpp>
+#include <arrayport/python/limited_api.hpp>
 
 #include <atomic>
 #include <memory>
@@ -25,11 +26,18 @@ constexpr const char* legacy_name = "dltensor";
 
 std::atomic<std::int64_t> g_live{0};
 
+// Set by an atexit callback, which runs before finalisation starts: the stable ABI has no
+// Py_IsFinalizing, and a reference dropped from then on is leaked instead (at exit, harmless).
+std::atomic<bool> g_exiting{false};
+
 bool interpreter_alive() noexcept {
-#if PY_VERSION_HEX >= 0x030D0000
-  return Py_IsInitialized() && !Py_IsFinalizing();
+  if (!Py_IsInitialized() || g_exiting.load(std::memory_order_acquire)) return false;
+#if defined(Py_LIMITED_API)
+  return true;
+#elif PY_VERSION_HEX >= 0x030D0000
+  return !Py_IsFinalizing();
 #else
-  return Py_IsInitialized() && !_Py_IsFinalizing();
+  return !_Py_IsFinalizing();
 #endif
 }
 
@@ -165,15 +173,15 @@ PyObject* export_copy(PyObject* self, PyObject* stream, PyObject* max_version,
   if (dl_device == Py_None) {
     fresh = nb::handle(self).attr("copy")();
   } else {
-    if (!PyTuple_Check(dl_device) || PyTuple_GET_SIZE(dl_device) != 2)
+    if (!PyTuple_Check(dl_device) || python::limited::tuple_size(dl_device) != 2)
       throw type_error(
           "__dlpack__: dl_device: expected None or a (device_type, device_id) tuple of ints, "
           "got " +
           type_name_of(dl_device));
-    const auto type = int_arg(PyTuple_GET_ITEM(dl_device, 0), "__dlpack__", "dl_device[0]", 0,
-                              INT32_MAX, "a DLPack device type");
-    const auto id = int_arg(PyTuple_GET_ITEM(dl_device, 1), "__dlpack__", "dl_device[1]", 0,
-                            INT32_MAX, "a device id >= 0");
+    const auto type = int_arg(python::limited::tuple_item(dl_device, 0), "__dlpack__",
+                              "dl_device[0]", 0, INT32_MAX, "a DLPack device type");
+    const auto id = int_arg(python::limited::tuple_item(dl_device, 1), "__dlpack__", "dl_device[1]",
+                            0, INT32_MAX, "a device id >= 0");
     const char* memory = type == ARRAYPORT_DEVICE_CPU            ? "host"
                          : type == ARRAYPORT_DEVICE_CUDA         ? "device"
                          : type == ARRAYPORT_DEVICE_CUDA_HOST    ? "pinned"
@@ -207,8 +215,8 @@ PyObject* export_impl(PyObject* self, PyObject* args, PyObject* kwargs) {
   bool versioned = false;
   if (max_version != Py_None) {
     long major = -1;
-    if (!PyTuple_Check(max_version) || PyTuple_GET_SIZE(max_version) != 2 ||
-        (major = PyLong_AsLong(PyTuple_GET_ITEM(max_version, 0))) == -1) {
+    if (!PyTuple_Check(max_version) || python::limited::tuple_size(max_version) != 2 ||
+        (major = PyLong_AsLong(python::limited::tuple_item(max_version, 0))) == -1) {
       PyErr_Clear();
       buffer_error("__dlpack__: max_version: expected a (major, minor) tuple of ints, got " +
                    std::string(nanobind::str(max_version).c_str()));
@@ -220,15 +228,15 @@ PyObject* export_impl(PyObject* self, PyObject* args, PyObject* kwargs) {
   if (copy == Py_True) return export_copy(self, stream, max_version, dl_device);
   arrayport_device_t device = a->view.device;
   if (dl_device != Py_None) {
-    if (!PyTuple_Check(dl_device) || PyTuple_GET_SIZE(dl_device) != 2)
+    if (!PyTuple_Check(dl_device) || python::limited::tuple_size(dl_device) != 2)
       throw type_error(
           "__dlpack__: dl_device: expected None or a (device_type, device_id) tuple "
           "of ints, got " +
           type_name_of(dl_device));
     const int type =
-        static_cast<int>(int_arg(PyTuple_GET_ITEM(dl_device, 0), "__dlpack__", "dl_device[0]", 0,
-                                 INT32_MAX, "a DLPack device type"));
-    const int id = static_cast<int>(int_arg(PyTuple_GET_ITEM(dl_device, 1), "__dlpack__",
+        static_cast<int>(int_arg(python::limited::tuple_item(dl_device, 0), "__dlpack__",
+                                 "dl_device[0]", 0, INT32_MAX, "a DLPack device type"));
+    const int id = static_cast<int>(int_arg(python::limited::tuple_item(dl_device, 1), "__dlpack__",
                                             "dl_device[1]", 0, INT32_MAX, "a device id >= 0"));
     auto kind = static_cast<memory_kind>(a->view.memory_kind);
     if (same_device(device, type, id)) {
@@ -297,5 +305,7 @@ arrayport_dl_managed_tensor_versioned_t* versioned_tensor(PyObject* self) {
 }
 
 std::int64_t dlpack_live_exports() noexcept { return g_live.load(std::memory_order_relaxed); }
+
+void note_interpreter_exiting() noexcept { g_exiting.store(true, std::memory_order_release); }
 
 }  // namespace arrayport::ext

@@ -22,7 +22,11 @@ PyObject* dlpack_device(PyObject* self, PyObject* unused);
 /// exchange API's): it holds a reference to `self` until its deleter runs, exactly once.
 arrayport_dl_managed_tensor_versioned_t* versioned_tensor(PyObject* self);
 
-/// Tensors produced (capsules, exchange API) and not yet released by their consumer (tests check deleters run once).
+/// Called at exit (atexit): deleters run from then on leave the owner's reference alone.
+void note_interpreter_exiting() noexcept;
+
+/// Tensors produced (capsules, exchange API) and not yet released by their consumer (tests check
+/// deleters run once).
 std::int64_t dlpack_live_exports() noexcept;
 
 }  // namespace arrayport::ext

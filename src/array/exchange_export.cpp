@@ -15,6 +15,7 @@
 #include <arrayport/buffer.hpp>
 #include <arrayport/layout.hpp>
 #include <arrayport/runtime.hpp>
+#include <arrayport/python/limited_api.hpp>
 
 #include <optional>
 #include <string>
@@ -145,9 +146,10 @@ std::pair<std::string, std::string> take_current_exception() noexcept {
   PyObject *type = nullptr, *value = nullptr, *trace = nullptr;
   PyErr_Fetch(&type, &value, &trace);
   std::pair<std::string, std::string> out{"RuntimeError", "managed_tensor_allocator failed"};
-  if (type && PyType_Check(type)) out.first = reinterpret_cast<PyTypeObject*>(type)->tp_name;
+  if (type && PyType_Check(type))
+    out.first = python::limited::tp_name(reinterpret_cast<PyTypeObject*>(type));
   if (PyObject* text = value ? PyObject_Str(value) : nullptr) {
-    if (const char* utf8 = PyUnicode_AsUTF8(text)) out.second = utf8;
+    if (const char* utf8 = python::limited::utf8(text)) out.second = utf8;
     Py_DECREF(text);
   }
   PyErr_Clear();

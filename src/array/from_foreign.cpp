@@ -11,6 +11,7 @@
 #include "bridge/type_cache.hpp"
 
 #include <arrayport/python/acquire.hpp>
+#include <arrayport/python/limited_api.hpp>
 
 #include <nanobind/stl/string.h>
 
@@ -58,7 +59,7 @@ void holder_dealloc(PyObject* self) {
   holder_release(h);
   h->held.~held();
   PyTypeObject* type = Py_TYPE(self);
-  type->tp_free(self);
+  PyObject_GC_Del(self);  // the type's tp_free: it has Py_TPFLAGS_HAVE_GC and no subclasses
   Py_DECREF(type);
 }
 
@@ -82,9 +83,9 @@ PyType_Spec holder_spec = {"arrayport._core._Held", sizeof(holder_object), 0,
 // A new holder with obj's view acquired straight into it (its view is the Array's until changed).
 nb::object acquire_holder(PyObject* obj, const python::constraints& c,
                           const python::acquire_options& o) {
-  auto* h = reinterpret_cast<holder_object*>(holder_type->tp_alloc(holder_type, 0));
+  auto* h = reinterpret_cast<holder_object*>(PyType_GenericAlloc(holder_type, 0));
   if (!h) throw nb::python_error();
-  // tp_alloc zeroed the object: held's constructor writes only the view's version.
+  // PyType_GenericAlloc zeroed the object: held's constructor writes only the view's version.
   new (&h->held) bridge::held(bridge::held::zeroed_t{});
   nb::object holder = nb::steal(reinterpret_cast<PyObject*>(h));  // releases what a failure left
   bridge::acquire(h->held, obj, c, o);
@@ -227,7 +228,7 @@ nb::object view(nb::handle obj, nb::handle stream, nb::handle sync, nb::handle p
 
 bool offers_array_protocol(nb::handle obj) {
   PyTypeObject* type = Py_TYPE(obj.ptr());
-  if (is_array(obj.ptr()) || (type->tp_as_buffer && type->tp_as_buffer->bf_getbuffer)) return true;
+  if (is_array(obj.ptr()) || python::limited::has_buffer(type)) return true;
   // On the type first: a property that raises still offers the protocol, and view() reports
   // its error (an instance's hasattr would swallow it). Then the instance, for duck types.
   auto* t = reinterpret_cast<PyObject*>(type);

@@ -2,6 +2,7 @@
 #include "bind/device.hpp"
 
 #include <arrayport/runtime.hpp>
+#include <arrayport/python/limited_api.hpp>
 
 #include <Python.h>
 
@@ -45,7 +46,7 @@ nb::tuple operand_tuple(ops::span<const operand> inputs) {
   if (!t) throw nb::python_error();
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     Py_INCREF(inputs[i].obj.ptr());
-    PyTuple_SET_ITEM(t, static_cast<Py_ssize_t>(i), inputs[i].obj.ptr());
+    python::limited::tuple_fill(t, static_cast<Py_ssize_t>(i), inputs[i].obj.ptr());
   }
   return nb::steal<nb::tuple>(t);
 }

@@ -13,6 +13,7 @@
 #include "common/gil.hpp"
 
 #include <arrayport/layout.hpp>
+#include <arrayport/python/limited_api.hpp>
 
 #include <Python.h>
 
@@ -79,7 +80,7 @@ bool parse_keepdims(nb::handle keepdims, const char* op_name) {
   PyObject* o = keepdims.ptr();
   if (o == Py_True) return true;
   if (o == Py_False) return false;
-  const std::string type = Py_TYPE(o)->tp_name;
+  const std::string type = python::limited::tp_name(Py_TYPE(o));
   if (type == "numpy.bool" || type == "numpy.bool_") {
     const int truth = PyObject_IsTrue(o);
     if (truth < 0) throw nb::python_error();

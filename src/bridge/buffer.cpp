@@ -39,7 +39,7 @@ void from_buffer(held& a, const python::constraints& c, PyObject* obj) {
     PyObject *type, *value, *trace;
     PyErr_Fetch(&type, &value, &trace);
     const std::string why = type && PyType_Check(type)
-                                ? std::string(reinterpret_cast<PyTypeObject*>(type)->tp_name)
+                                ? python::limited::tp_name(reinterpret_cast<PyTypeObject*>(type))
                                 : std::string("an exception");
     Py_XDECREF(type);
     Py_XDECREF(value);

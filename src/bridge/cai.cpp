@@ -81,7 +81,7 @@ memory_kind from_cai_dict(held& a, const python::constraints& c, PyObject* obj, 
     fail_value(
         c, obj,
         cai + "['shape'] is a " + python::detail::type_name(shape) + ", expected a tuple of ints");
-  const Py_ssize_t ndim = PyTuple_GET_SIZE(shape);
+  const Py_ssize_t ndim = python::limited::tuple_size(shape);
   if (ndim > ARRAYPORT_MAX_NDIM)
     fail_value(c, obj,
                "expected at most " + std::to_string(ARRAYPORT_MAX_NDIM) + " dimensions, got " +
@@ -109,27 +109,27 @@ memory_kind from_cai_dict(held& a, const python::constraints& c, PyObject* obj, 
   }
   const py_ref data_ref = item(cai_data, true);
   PyObject* data = data_ref.get();
-  if (!PyTuple_Check(data) || PyTuple_GET_SIZE(data) != 2)
+  if (!PyTuple_Check(data) || python::limited::tuple_size(data) != 2)
     fail_value(c, obj, cai + "['data'] must be a tuple (ptr, readonly)");
-  const long long ptr = as_int(PyTuple_GET_ITEM(data, 0), "data");
+  const long long ptr = as_int(python::limited::tuple_item(data, 0), "data");
   if (ptr < 0)
     fail_value(c, obj,
                cai + "['data'][0] is " + std::to_string(ptr) + ", expected a non-negative pointer");
-  const int readonly = PyObject_IsTrue(PyTuple_GET_ITEM(data, 1));
+  const int readonly = PyObject_IsTrue(python::limited::tuple_item(data, 1));
   if (readonly < 0) producer_failed(c, obj, "__cuda_array_interface__['data'][1]'s truth value");
   const py_ref strides_ref = item(cai_strides, false);
   PyObject* strides = strides_ref.get();
   if (strides && strides != Py_None &&
-      (!PyTuple_Check(strides) || PyTuple_GET_SIZE(strides) != ndim))
+      (!PyTuple_Check(strides) || python::limited::tuple_size(strides) != ndim))
     fail_value(c, obj,
                cai + "['strides'] must be None or a tuple of " + std::to_string(ndim) + " ints");
   std::int64_t* ext = a.extents(static_cast<int>(ndim));
   const auto itemsize = static_cast<long long>(dt.itemsize());
   const bool given = strides && strides != Py_None;
   for (Py_ssize_t i = ndim; i-- > 0;) {
-    ext[i] = as_int(PyTuple_GET_ITEM(shape, i), "shape");
+    ext[i] = as_int(python::limited::tuple_item(shape, i), "shape");
     if (given) {
-      const long long s = as_int(PyTuple_GET_ITEM(strides, i), "strides");
+      const long long s = as_int(python::limited::tuple_item(strides, i), "strides");
       if (s % itemsize != 0)
         fail_value(c, obj,
                    "stride " + std::to_string(s) + " of axis " + std::to_string(i) +

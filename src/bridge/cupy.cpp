@@ -56,10 +56,11 @@ bool cupy_layout_checked(PyObject* obj) noexcept {
   int verdict = -1;
   auto same_ints = [](PyObject* tuple, const std_vector_fields& v) {
     const Py_ssize_t n = v.end - v.begin;
-    if (!tuple || !PyTuple_Check(tuple) || PyTuple_GET_SIZE(tuple) != n || n < 0) return false;
+    if (!tuple || !PyTuple_Check(tuple) || python::limited::tuple_size(tuple) != n || n < 0)
+      return false;
     if (n > 0 && !v.begin) return false;
     for (Py_ssize_t i = 0; i < n; ++i) {  // ints only: an __index__ could reshape the array
-      PyObject* item = PyTuple_GET_ITEM(tuple, i);
+      PyObject* item = python::limited::tuple_item(tuple, i);
       if (!PyLong_Check(item) || PyLong_AsSsize_t(item) != v.begin[i]) return false;
     }
     return !PyErr_Occurred();
@@ -68,7 +69,7 @@ bool cupy_layout_checked(PyObject* obj) noexcept {
     const auto* f = reinterpret_cast<const cupy_array_fields*>(obj);
     if (!is_cupy_array_type(Py_TYPE(obj))) break;
     shape = PyObject_GetAttrString(obj, "shape");
-    if (shape && PyTuple_Check(shape) && PyTuple_GET_SIZE(shape) == 0) {
+    if (shape && PyTuple_Check(shape) && python::limited::tuple_size(shape) == 0) {
       verdict = 0;  // nothing to compare the vectors with: ask again on another array
       break;
     }
@@ -84,8 +85,9 @@ bool cupy_layout_checked(PyObject* obj) noexcept {
       break;
     if (!same_ints(shape, f->shape) || !same_ints(strides, f->strides)) break;
     PyTypeObject* pointer_type = Py_TYPE(data);
-    if (std::strcmp(pointer_type->tp_name, "cupy.cuda.memory.MemoryPointer") != 0 ||
-        pointer_type->tp_basicsize != static_cast<Py_ssize_t>(sizeof(cupy_pointer_fields)))
+    if (!is_c_type_named(pointer_type, "cupy.cuda.memory.MemoryPointer") ||
+        python::limited::basic_size(pointer_type) !=
+            static_cast<Py_ssize_t>(sizeof(cupy_pointer_fields)))
       break;
     ptr = PyObject_GetAttrString(data, "ptr");
     device = PyObject_GetAttrString(data, "device_id");
@@ -104,9 +106,9 @@ bool cupy_layout_checked(PyObject* obj) noexcept {
     layout.pointer_type = pointer_type;
     layout.dtype_type = reinterpret_cast<PyTypeObject*>(dtype_type);
     layout.array_type = Py_TYPE(obj);
-    Py_INCREF(layout.pointer_type);
-    Py_INCREF(layout.dtype_type);
-    Py_INCREF(layout.array_type);
+    Py_INCREF(reinterpret_cast<PyObject*>(layout.pointer_type));
+    Py_INCREF(reinterpret_cast<PyObject*>(layout.dtype_type));
+    Py_INCREF(reinterpret_cast<PyObject*>(layout.array_type));
     verdict = 1;
   } while (false);
   PyErr_Clear();
@@ -151,11 +153,11 @@ cupy_layout& cupy() noexcept {
 }
 
 bool is_cupy_array_type(PyTypeObject* type) noexcept {
-  for (PyTypeObject* t = type; t; t = t->tp_base)
-    if (std::strcmp(t->tp_name, "cupy._core.core._ndarray_base") == 0)
-      return !named_by_python(t) &&
-             t->tp_basicsize == static_cast<Py_ssize_t>(sizeof(cupy_array_fields)) &&
-             t->tp_weaklistoffset == static_cast<Py_ssize_t>(offsetof(cupy_array_fields, weakrefs));
+  for (PyTypeObject* t = type; t; t = python::limited::type_base(t))
+    if (is_c_type_named(t, "cupy._core.core._ndarray_base"))
+      return python::limited::basic_size(t) == static_cast<Py_ssize_t>(sizeof(cupy_array_fields)) &&
+             python::limited::weaklist_offset(t) ==
+                 static_cast<Py_ssize_t>(offsetof(cupy_array_fields, weakrefs));
   return false;
 }
 

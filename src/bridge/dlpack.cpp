@@ -156,8 +156,8 @@ void from_dlpack(held& a, const python::constraints& c, PyObject* obj, const typ
     PyObject* dev =
         PyObject_VectorcallMethod(device_name, args, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, nullptr);
     if (!dev) producer_failed(c, obj, "__dlpack_device__");
-    long kind = PyTuple_Check(dev) && PyTuple_GET_SIZE(dev) == 2
-                    ? PyLong_AsLong(PyTuple_GET_ITEM(dev, 0))
+    long kind = PyTuple_Check(dev) && python::limited::tuple_size(dev) == 2
+                    ? PyLong_AsLong(python::limited::tuple_item(dev, 0))
                     : -1;
     Py_DECREF(dev);
     if (kind == -1 && PyErr_Occurred()) PyErr_Clear();

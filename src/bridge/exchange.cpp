@@ -9,6 +9,7 @@
 #include <arrayport/dtype.hpp>
 #include <arrayport/python/exchange.hpp>
 #include <arrayport/runtime.hpp>
+#include <arrayport/python/limited_api.hpp>
 
 #include <string>
 
@@ -19,15 +20,20 @@ namespace {
 // Whether the type in `type`'s MRO that defines `name` is a C type (or one an extension made),
 // not a class statement's: a subclass in Python of a C tensor type inherits its table.
 bool defined_in_c(PyTypeObject* type, PyObject* name) noexcept {
-  PyObject* mro = type->tp_mro;
-  if (!mro || !PyTuple_Check(mro)) return false;
-  for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(mro); ++k) {
-    auto* base = reinterpret_cast<PyTypeObject*>(PyTuple_GET_ITEM(mro, k));
-    PyObject* dict = base->tp_dict;
-    if (dict && PyDict_Contains(dict, name) == 1) return !named_by_python(base);
+  // __mro__ and each class's __dict__ (a read-only proxy): what tp_mro and tp_dict hold.
+  PyObject* mro = PyObject_GetAttrString(reinterpret_cast<PyObject*>(type), "__mro__");
+  bool found = false, in_c = false;
+  for (Py_ssize_t k = 0; mro && PyTuple_Check(mro) && !found && k < PyTuple_Size(mro); ++k) {
+    PyObject* base = PyTuple_GetItem(mro, k);
+    PyObject* dict = PyType_Check(base) ? PyObject_GetAttrString(base, "__dict__") : nullptr;
+    found = dict && PySequence_Contains(dict, name) == 1;
+    in_c =
+        found && !python::limited::made_by_class_statement(reinterpret_cast<PyTypeObject*>(base));
+    Py_XDECREF(dict);
   }
+  Py_XDECREF(mro);
   PyErr_Clear();
-  return false;
+  return in_c;
 }
 
 }  // namespace

@@ -20,7 +20,7 @@ using python::detail::py_ref;
 // set when it is pending, deleted, or has no interface.
 PyObject* jax_ready_interface(PyObject* obj) noexcept {
   static PyObject* const is_ready = interned("is_ready");
-  PyObject* ready = is_ready ? PyObject_CallMethodNoArgs(obj, is_ready) : nullptr;
+  PyObject* ready = is_ready ? PyObject_CallMethodObjArgs(obj, is_ready, nullptr) : nullptr;
   const bool done = ready == Py_True;
   Py_XDECREF(ready);
   PyObject* d = done && cai_attribute() ? PyObject_GetAttr(obj, cai_attribute()) : nullptr;
@@ -49,8 +49,14 @@ bool jax_pageable(const void* p) noexcept {
 
 bool is_jax_array_type(PyTypeObject* type) noexcept {
   // nanobind gives the type its dotted name; without it, the module says.
-  if (std::strcmp(type->tp_name, "jaxlib._jax.ArrayImpl") == 0) return true;
-  if (std::strcmp(type->tp_name, "ArrayImpl") != 0) return false;
+  std::string name;
+  try {
+    name = python::limited::tp_name(type);
+  } catch (const std::bad_alloc&) {
+    return false;
+  }
+  if (name == "jaxlib._jax.ArrayImpl") return true;
+  if (name != "ArrayImpl") return false;
   PyObject* module = PyObject_GetAttrString(reinterpret_cast<PyObject*>(type), "__module__");
   const bool jax = module && PyUnicode_Check(module) &&
                    PyUnicode_CompareWithASCIIString(module, "jaxlib._jax") == 0;
@@ -98,18 +104,21 @@ bool jax_borrow(PyObject* obj, const python::constraints& c, arrayport_view_t& v
     if (PyErr_Occurred() || !cai_key_object(cai_strides) || !cai_key_object(cai_mask)) break;
     if (!shape || !typestr || !data || (strides && strides != Py_None) ||
         (mask && mask != Py_None) || !PyTuple_Check(shape) ||
-        PyTuple_GET_SIZE(shape) != static_cast<Py_ssize_t>(rank) || !PyUnicode_Check(typestr) ||
+        python::limited::tuple_size(shape) != static_cast<Py_ssize_t>(rank) ||
+        !PyUnicode_Check(typestr) ||
         PyUnicode_CompareWithASCIIString(typestr, expected_typestr) != 0 || !PyTuple_Check(data) ||
-        PyTuple_GET_SIZE(data) != 2 || !PyLong_Check(PyTuple_GET_ITEM(data, 0)))
+        python::limited::tuple_size(data) != 2 ||
+        !PyLong_Check(python::limited::tuple_item(data, 0)))
       break;
     std::int64_t extents[8] = {};
     bool read = true;
     for (int r = 0; r != rank && read; ++r) {
-      PyObject* e = PyTuple_GET_ITEM(shape, static_cast<Py_ssize_t>(r));
+      PyObject* e = python::limited::tuple_item(shape, static_cast<Py_ssize_t>(r));
       extents[r] = PyLong_Check(e) ? PyLong_AsLongLong(e) : -1;
       read = extents[r] >= 0;
     }
-    const long long address = PyLong_AsLongLong(PyTuple_GET_ITEM(data, 0));  // as from_cai_dict
+    const long long address =
+        PyLong_AsLongLong(python::limited::tuple_item(data, 0));  // as from_cai_dict
     const auto itemsize = static_cast<std::int64_t>(expected.itemsize());
     std::int64_t compact[8] = {};
     if (!read || address < 0 || PyErr_Occurred() ||

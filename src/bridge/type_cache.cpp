@@ -11,15 +11,16 @@
 #include <arrayport/python/numpy.hpp>
 
 #include <cstring>
+#include <new>
 
 namespace arrayport::bridge {
 namespace {
 
 bool is_numpy_array_type(PyTypeObject* type) noexcept {
-  for (PyTypeObject* t = type; t; t = t->tp_base)
-    if (std::strcmp(t->tp_name, "numpy.ndarray") == 0)
-      return !named_by_python(t) &&
-             type->tp_basicsize >= static_cast<Py_ssize_t>(sizeof(python::numpy::array_fields));
+  for (PyTypeObject* t = type; t; t = python::limited::type_base(t))
+    if (is_c_type_named(t, "numpy.ndarray"))
+      return python::limited::basic_size(type) >=
+             static_cast<Py_ssize_t>(sizeof(python::numpy::array_fields));
   return false;
 }
 
@@ -35,17 +36,17 @@ type_entry describe_type(PyTypeObject* type, const arrayport_python_api_t* api) 
     return e;
   }
   if ((e.exchange = find_exchange_api(type))) e.protocols |= python::protocol_exchange;
-  if (type->tp_as_buffer && type->tp_as_buffer->bf_getbuffer)
-    e.protocols |= python::protocol_buffer;
+  if (python::limited::has_buffer(type)) e.protocols |= python::protocol_buffer;
   e.numpy = (e.protocols & python::protocol_buffer) && is_numpy_array_type(type);
-  if (e.numpy && std::strcmp(type->tp_name, "numpy.ndarray") == 0) numpy_exact_type() = type;
+  if (e.numpy && is_c_type_named(type, "numpy.ndarray")) numpy_exact_type() = type;
   if (cupy().state >= 0 && is_cupy_array_type(type)) e.protocols |= python::protocol_cupy;
   if (type_has(type, "__dlpack__")) e.protocols |= python::protocol_dlpack;
   if (type_has(type, "__cuda_array_interface__")) e.protocols |= python::protocol_cai;
   e.jax = (e.protocols & python::protocol_cai) && (e.protocols & python::protocol_dlpack) &&
           is_jax_array_type(type);
   if (e.jax && !jax_array_type()) {
-    Py_INCREF(type);  // kept for good, as the type cache keeps its types
+    Py_INCREF(
+        reinterpret_cast<PyObject*>(type));  // kept for good, as the type cache keeps its types
     jax_array_type() = type;
   }
   return e;
@@ -53,11 +54,13 @@ type_entry describe_type(PyTypeObject* type, const arrayport_python_api_t* api) 
 
 }  // namespace
 
-bool named_by_python(PyTypeObject* t) noexcept {
-  // A C type's __name__ is what follows the last dot of tp_name; a class statement's is all of it.
-  if (!(t->tp_flags & Py_TPFLAGS_HEAPTYPE)) return false;
-  PyObject* name = reinterpret_cast<PyHeapTypeObject*>(t)->ht_name;
-  return name && PyUnicode_Check(name) && PyUnicode_CompareWithASCIIString(name, t->tp_name) == 0;
+bool is_c_type_named(PyTypeObject* t, const char* dotted) noexcept {
+  if (python::limited::made_by_class_statement(t)) return false;
+  try {
+    return python::limited::tp_name(t) == dotted;
+  } catch (const std::bad_alloc&) {
+    return false;  // not known to be that type
+  }
 }
 
 PyTypeObject*& numpy_exact_type() noexcept {
@@ -103,7 +106,7 @@ type_entry lookup_type(PyTypeObject* type) {
   type_cache& c = types();
   if (const type_entry& hit = c.entries[slot_of(c, type)]; hit.type) return hit;
   // Held from here: describing the type runs its metaclass's code, which may drop the type.
-  Py_INCREF(type);
+  Py_INCREF(reinterpret_cast<PyObject*>(type));
   type_entry e = describe_type(type, python::loaded_api());
   // Looked up again: describing may have run a lookup (through Python code) that cached it.
   type_entry& slot = c.entries[slot_of(c, type)];
@@ -111,7 +114,8 @@ type_entry lookup_type(PyTypeObject* type) {
     slot = e;
     ++c.used;
   } else {
-    Py_DECREF(type);  // a cached type stays referenced from the cache: never freed
+    Py_DECREF(reinterpret_cast<PyObject*>(
+        type));  // a cached type stays referenced from the cache: never freed
   }
   return e;
 }
@@ -123,19 +127,21 @@ void publish_exchange_type(PyTypeObject* type,
     if (e.type == type) return;
   if (!api) return;
   // The entry holds its own reference (the type cache may be full): a listed type is never freed.
-  Py_INCREF(type);
+  Py_INCREF(reinterpret_cast<PyObject*>(type));
   arrayport_exchange_type_t& e = t.entries[t.next];
   PyTypeObject* evicted = e.type;
   e.api = api;  // the table first: a reader matches the type, then reads its table
   e.type = type;
   t.next = (t.next + 1) % ARRAYPORT_EXCHANGE_TYPES;
-  Py_XDECREF(evicted);  // last: its dealloc may run Python code, the table is consistent by then
+  Py_XDECREF(reinterpret_cast<PyObject*>(
+      evicted));  // last: its dealloc may run Python code, the table is consistent by then
 }
 
 void unpublish_exchange_types() noexcept {
   exchange_table dropped = exchange();
   exchange() = exchange_table{};
-  for (const arrayport_exchange_type_t& e : dropped.entries) Py_XDECREF(e.type);
+  for (const arrayport_exchange_type_t& e : dropped.entries)
+    Py_XDECREF(reinterpret_cast<PyObject*>(e.type));
 }
 
 void remember_dlpack(PyTypeObject* type, int cuda, bool legacy) noexcept {

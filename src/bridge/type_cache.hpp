@@ -63,8 +63,8 @@ void unpublish_exchange_types() noexcept;
 /// is kept, for the typed parameters' inline fast path. Never freed: the cache holds a reference.
 PyTypeObject*& numpy_exact_type() noexcept;
 
-/// Whether `t` is a class statement's (or type()'s) that took a dotted name for itself: it may
-/// call itself "numpy.ndarray", but its instances lack the struct that name stands for.
-bool named_by_python(PyTypeObject* t) noexcept;
+/// Whether `t` is the C type named `dotted` ("numpy.ndarray"), not a class statement's that
+/// took the name: those may call themselves anything, but lack the struct the name stands for.
+bool is_c_type_named(PyTypeObject* t, const char* dotted) noexcept;
 
 }  // namespace arrayport::bridge

@@ -7,6 +7,7 @@
 #include <arrayport/memory_resource.hpp>
 #include <arrayport/python/spellings.hpp>
 #include <arrayport/runtime.hpp>
+#include <arrayport/python/limited_api.hpp>
 
 #include <cstring>
 #include <limits>
@@ -25,7 +26,7 @@ std::string arg_prefix(const char* what, const char* name) {
   return name && *name ? p + name + ": " : p;
 }
 
-std::string type_name_of(PyObject* obj) { return Py_TYPE(obj)->tp_name; }
+std::string type_name_of(PyObject* obj) { return python::limited::tp_name(Py_TYPE(obj)); }
 
 namespace {
 
@@ -35,7 +36,7 @@ std::string repr_of(PyObject* obj) {
     PyErr_Clear();
     return type_name_of(obj);
   }
-  const char* s = PyUnicode_AsUTF8(r);
+  const char* s = python::limited::utf8(r);
   std::string out = s ? s : type_name_of(obj);
   if (!s) PyErr_Clear();
   Py_DECREF(r);
@@ -75,8 +76,8 @@ std::int64_t int_arg(PyObject* obj, const char* what, const char* name, std::int
 
 bool bool_arg(PyObject* obj, const char* what, const char* name) {
   if (PyBool_Check(obj)) return obj == Py_True;
-  const char* t = Py_TYPE(obj)->tp_name;
-  if (std::strcmp(t, "numpy.bool") == 0 || std::strcmp(t, "numpy.bool_") == 0) {
+  const std::string t = python::limited::tp_name(Py_TYPE(obj));
+  if (t == "numpy.bool" || t == "numpy.bool_") {
     const int truth = PyObject_IsTrue(obj);
     if (truth < 0) throw nb::python_error();
     return truth != 0;
@@ -128,7 +129,7 @@ std::optional<memory_kind> memory_arg(PyObject* obj, const char* what) {
     throw type_error(prefix +
                      "expected one of 'device', 'managed', 'pinned', 'host' or None, got " +
                      type_name_of(obj));
-  const char* name = PyUnicode_AsUTF8(obj);
+  const char* name = python::limited::utf8(obj);
   if (!name) throw nb::python_error();
   try {
     return parse_memory_kind(name);
@@ -150,12 +151,12 @@ std::string str_attr(nb::handle d, const char* attr) {
   if (!PyUnicode_Check(v.ptr()))
     throw type_error("expected a dtype name, a NumPy dtype or a Python number type, got " +
                      type_name_of(d.ptr()) + " whose ." + attr + " is a " + type_name_of(v.ptr()));
-  return PyUnicode_AsUTF8(v.ptr());
+  return python::limited::utf8(v.ptr());
 }
 
 dtype parse_dtype_unprefixed(nb::handle d) {
   if (PyUnicode_Check(d.ptr())) {
-    const char* utf8 = PyUnicode_AsUTF8(d.ptr());
+    const char* utf8 = python::limited::utf8(d.ptr());
     if (!utf8) throw nb::python_error();
     std::string name = utf8;
     try {
@@ -275,11 +276,11 @@ stream_handle parse_stream(nb::handle stream, const char* what) {
   if (nb::hasattr(stream, "__cuda_stream__")) {
     nb::object attr = stream.attr("__cuda_stream__");
     nb::object t = PyCallable_Check(attr.ptr()) ? attr() : attr;
-    if (!PyTuple_Check(t.ptr()) || PyTuple_GET_SIZE(t.ptr()) != 2)
+    if (!PyTuple_Check(t.ptr()) || python::limited::tuple_size(t.ptr()) != 2)
       throw type_error(name + "__cuda_stream__() must return a (version, handle) tuple, got " +
                        repr_of(t.ptr()));
     return reinterpret_cast<stream_handle>(
-        handle_arg(PyTuple_GET_ITEM(t.ptr(), 1), label + ".__cuda_stream__()[1]"));
+        handle_arg(python::limited::tuple_item(t.ptr(), 1), label + ".__cuda_stream__()[1]"));
   }
   if (!PyBool_Check(stream.ptr()) && PyIndex_Check(stream.ptr()))
     return reinterpret_cast<stream_handle>(handle_arg(stream.ptr(), label));

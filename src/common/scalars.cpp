@@ -1,6 +1,8 @@
 // Python numbers -> element bytes for every supported dtype.
 #include "common/scalars.hpp"
 
+#include <arrayport/python/limited_api.hpp>
+
 #include <nanobind/nanobind.h>
 
 #include <complex>
@@ -26,7 +28,7 @@ void store(unsigned char* out, T v) {
 // An integer value of a Python int (or of a float, truncated as NumPy does).
 PyObject* as_int(PyObject* value, dtype dt, const std::string& name) {
   if (PyFloat_Check(value)) {
-    const double d = PyFloat_AS_DOUBLE(value);
+    const double d = python::limited::float_value(value);
     if (d != d) fail(PyExc_ValueError, name + ": cannot convert NaN to " + std::string(dt.name()));
     if (d - d != 0.0)
       fail(PyExc_OverflowError, name + ": " + (d > 0 ? "inf" : "-inf") + " is out of range for " +
@@ -39,7 +41,7 @@ PyObject* as_int(PyObject* value, dtype dt, const std::string& name) {
   if (!i) {
     PyErr_Clear();
     fail(PyExc_TypeError, name + ": expected a number for dtype " + std::string(dt.name()) +
-                              ", got " + Py_TYPE(value)->tp_name);
+                              ", got " + python::limited::tp_name(Py_TYPE(value)));
   }
   return i;
 }
@@ -85,8 +87,7 @@ void scalar_to_bytes(PyObject* value, dtype dt, unsigned char* out, const char* 
         default: store(out, static_cast<std::int64_t>(v)); return;
       }
     }
-    if (PyObject_RichCompareBool(i.ptr(), nb::int_(0).ptr(), Py_LT) == 1)
-      out_of_range();
+    if (PyObject_RichCompareBool(i.ptr(), nb::int_(0).ptr(), Py_LT) == 1) out_of_range();
     unsigned long long v = PyLong_AsUnsignedLongLong(i.ptr());
     if (v == static_cast<unsigned long long>(-1) && PyErr_Occurred()) {
       PyErr_Clear();
@@ -101,17 +102,17 @@ void scalar_to_bytes(PyObject* value, dtype dt, unsigned char* out, const char* 
     }
   }
   if (dt.is_complex()) {
-    Py_complex c = PyComplex_AsCComplex(value);
-    if (c.real == -1.0 && PyErr_Occurred()) {
+    const std::complex<double> c = python::limited::complex_value(value);
+    if (c.real() == -1.0 && PyErr_Occurred()) {
       if (!PyErr_ExceptionMatches(PyExc_TypeError)) throw nb::python_error();
       PyErr_Clear();
       fail(PyExc_TypeError, name + ": expected a number for dtype " + std::string(dt.name()) +
-                                ", got " + Py_TYPE(value)->tp_name);
+                                ", got " + python::limited::tp_name(Py_TYPE(value)));
     }
     if (dt.bits == 64)
-      store(out, std::complex<float>(static_cast<float>(c.real), static_cast<float>(c.imag)));
+      store(out, std::complex<float>(static_cast<float>(c.real()), static_cast<float>(c.imag())));
     else
-      store(out, std::complex<double>(c.real, c.imag));
+      store(out, c);
     return;
   }
   if (PyComplex_Check(value))
@@ -120,7 +121,7 @@ void scalar_to_bytes(PyObject* value, dtype dt, unsigned char* out, const char* 
   if (d == -1.0 && PyErr_Occurred()) {
     PyErr_Clear();
     fail(PyExc_TypeError, name + ": expected a number for dtype " + std::string(dt.name()) +
-                              ", got " + Py_TYPE(value)->tp_name);
+                              ", got " + python::limited::tp_name(Py_TYPE(value)));
   }
   if (dt == dtypes::float64)
     store(out, d);

@@ -252,7 +252,7 @@ struct acquire_access {
     PyErr_Fetch(&type, &value, &trace);
     const py_ref t = py_ref::steal(type), v = py_ref::steal(value), tb = py_ref::steal(trace);
     const py_ref text = py_ref::steal(v ? PyObject_Str(v.get()) : nullptr);
-    const char* utf8 = text ? PyUnicode_AsUTF8(text.get()) : nullptr;
+    const char* utf8 = text ? limited::utf8(text.get()) : nullptr;
     std::string message = utf8 ? utf8 : "array: refused";
     PyErr_Clear();
     if (rc == ARRAYPORT_ACQUIRE_NOT_AN_ARRAY) throw not_an_array(message);
@@ -325,4 +325,4 @@ class argument {
 };
 
 }  // namespace python
-}  // namespace arrayport
+}  // namespace ARRAYPORT_NAMESPACE

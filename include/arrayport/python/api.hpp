@@ -6,6 +6,7 @@
 
 #include <arrayport/config.hpp>
 #include <arrayport/python/api.h>
+#include <arrayport/python/limited_api.hpp>
 
 #include <arrayport/error.hpp>
 #include <arrayport/memory_kind.hpp>
@@ -60,16 +61,6 @@ class py_ref {
   PyObject* m_ptr = nullptr;
 };
 
-/// After a C-API call or a producer's slot failed: makes sure a Python error is set (a C
-/// producer may fail without one, which CPython itself does not catch everywhere), naming the
-/// argument, the producer's type and what failed.
-inline void ensure_error_set(const char* argument, PyObject* producer, const char* what) noexcept {
-  if (PyErr_Occurred()) return;
-  PyErr_Format(PyExc_SystemError, "%s: %s of %s failed without setting an exception",
-               argument ? argument : "array", what,
-               producer ? Py_TYPE(producer)->tp_name : "the producer");
-}
-
 /// Sets `type` with the message `what`: bytes a producer put in it (a buffer format, a typestr)
 /// that are not UTF-8 are escaped, so the error is still `type`, naming the argument.
 inline void set_message(PyObject* type, const char* what) noexcept {
@@ -88,13 +79,28 @@ inline std::string type_name(PyObject* obj) {
   PyObject* module = PyObject_GetAttrString(reinterpret_cast<PyObject*>(t), "__module__");
   std::string name;
   if (module && PyUnicode_Check(module)) {
-    const char* m = PyUnicode_AsUTF8(module);
+    const char* m = limited::utf8(module);
     if (m && std::strcmp(m, "builtins") != 0) name = std::string(m) + ".";
   }
   Py_XDECREF(module);
   PyErr_Clear();
-  const char* dot = std::strrchr(t->tp_name, '.');
-  return name + (dot && !name.empty() ? dot + 1 : t->tp_name);
+  const std::string full = limited::tp_name(t);
+  const std::size_t dot = full.rfind('.');
+  return name + (dot != std::string::npos && !name.empty() ? full.substr(dot + 1) : full);
+}
+
+/// After a C-API call or a producer's slot failed: makes sure a Python error is set (a C
+/// producer may fail without one, which CPython itself does not catch everywhere), naming the
+/// argument, the producer's type and what failed.
+inline void ensure_error_set(const char* argument, PyObject* producer, const char* what) noexcept {
+  if (PyErr_Occurred()) return;
+  std::string type = "the producer";
+  try {
+    if (producer) type = type_name(producer);
+  } catch (...) {  // out of memory: the message says "the producer"
+  }
+  PyErr_Format(PyExc_SystemError, "%s: %s of %s failed without setting an exception",
+               argument ? argument : "array", what, type.c_str());
 }
 
 // One cached table per extension module (the header is compiled into each; symbols are hidden).
@@ -152,7 +158,7 @@ inline const arrayport_python_api_t& import_api() {
     PyErr_Format(PyExc_ImportError,
                  "arrayport._core could not be imported (%s): this extension takes arrays "
                  "through it; install arrayport in this environment",
-                 text && PyUnicode_Check(text) ? PyUnicode_AsUTF8(text) : "unknown error");
+                 text && PyUnicode_Check(text) ? limited::utf8(text) : "unknown error");
     Py_XDECREF(text);
     Py_XDECREF(type);
     Py_XDECREF(value);
@@ -231,4 +237,4 @@ inline void set_error_from_current_exception() noexcept {
 }
 
 }  // namespace python
-}  // namespace arrayport
+}  // namespace ARRAYPORT_NAMESPACE

@@ -110,6 +110,23 @@ def test_memoryview_exports_format_shape_and_strides():
         assert memoryview(ap.zeros(1, dtype)).format == fmt
 
 
+def test_a_buffer_outlives_a_stray_release_and_its_array():
+    # Python >= 3.12 shows the release slot as __release_buffer__, callable on a live memoryview:
+    # the shape and strides must survive it (and the Array itself, which the memoryview holds).
+    a = ap.asarray(np.arange(6, dtype=np.int32).reshape(2, 3)[:, ::2])
+    m, m2 = memoryview(a), memoryview(a)
+    release = getattr(a, "__release_buffer__", None)
+    if release is not None:
+        release(m)
+        release(m)
+    del a, release
+    gc.collect()
+    for view in (m, m2):
+        assert (view.shape, view.strides, view.tolist()) == ((2, 2), (12, 8), [[0, 2], [3, 5]])
+    m.release()
+    m2.release()
+
+
 def test_array_interface_describes_the_same_memory():
     a = ap.zeros((2, 5), "uint16")
     ai = a.__array_interface__

@@ -67,8 +67,11 @@ def same(got, expected, exact=True):
     assert g.dtype == expected.dtype, (g.dtype, expected.dtype)
     if exact:
         np.testing.assert_array_equal(g, expected)
-        if g.dtype.kind == "f":  # the signs of zeros and NaNs too
-            np.testing.assert_array_equal(np.signbit(g), np.signbit(expected))
+        if g.dtype.kind == "f":  # the signs of zeros too
+            # Not of NaNs: IEEE 754 leaves the sign of an invalid operation's NaN (inf - inf)
+            # open; x86 sets it, CUDA does not. test_ops_gpu checks the signs NaNs carry through.
+            kept = ~np.isnan(expected)
+            np.testing.assert_array_equal(np.signbit(g)[kept], np.signbit(expected)[kept])
     else:
         tol = 2e-5 if g.dtype in (np.float32, np.complex64) else 1e-12
         np.testing.assert_allclose(g, expected, rtol=tol, atol=tol)

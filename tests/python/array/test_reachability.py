@@ -12,9 +12,11 @@ the operation and saying why. With a GPU the bogus address would reach the drive
 from __future__ import annotations
 
 import copy as copy_module
+import inspect
 import operator
 import pickle
 import re
+import sys
 import weakref
 
 import numpy as np
@@ -163,6 +165,11 @@ def method_calls(v: ap.Array):
                        ((), {"max_version": (1, 0)}, (OK,)),
                        ((), {"max_version": (1, 0), "dl_device": (1, 0)}, (to_cpu,))],
         "__dlpack_device__": [((), {}, (OK,))],
+        # Python >= 3.12 shows the buffer protocol as a method (PEP 688).
+        **({"__buffer__": [((inspect.BufferFlags.FULL_RO,), {}, ((BufferError, r"^arrayport.Array: the buffer protocol needs "
+                                                      r"host-accessible memory"),
+                                       refused("Array (buffer protocol)")))]}
+           if sys.version_info >= (3, 12) else {}),
         "__array__": [((), {}, (refused("Array.__array__"),)),
                       (("float64",), {}, (refused("Array.__array__"),)),
                       ((), {"copy": True}, (refused("Array.__array__"),))],
