@@ -200,7 +200,11 @@ class managed_resource final : public memory_resource {
       : memory_resource(memory_kind::managed, device),
         m_pool([device](std::size_t n) { return runtime::malloc_managed(n, device); },
                [](void* p) noexcept { runtime::free_managed(p); }) {}
-  void* allocate(std::size_t bytes, stream_handle) override { return m_pool.allocate(bytes); }
+  void* allocate(std::size_t bytes, stream_handle stream) override {
+    runtime::refuse_during_capture(stream, "allocating managed memory",
+                                   "cudaMallocManaged is not stream-ordered; memory='device' is");
+    return m_pool.allocate(bytes);
+  }
   void deallocate(void* p, std::size_t bytes, stream_handle stream) noexcept override {
     m_pool.deallocate(p, bytes, stream, device());
   }
@@ -216,7 +220,11 @@ class pinned_resource final : public memory_resource {
       : memory_resource(memory_kind::pinned, -1),
         m_pool([](std::size_t n) { return runtime::malloc_pinned(n); },
                [](void* p) noexcept { runtime::free_pinned(p); }) {}
-  void* allocate(std::size_t bytes, stream_handle) override { return m_pool.allocate(bytes); }
+  void* allocate(std::size_t bytes, stream_handle stream) override {
+    runtime::refuse_during_capture(stream, "allocating pinned memory",
+                                   "cudaHostAlloc is not stream-ordered; memory='device' is");
+    return m_pool.allocate(bytes);
+  }
   void deallocate(void* p, std::size_t bytes, stream_handle stream) noexcept override {
     m_pool.deallocate(p, bytes, stream, -1);
   }

@@ -160,6 +160,8 @@ nb::object array_holding(nb::handle holder) {
 
 nb::object register_host(nb::handle obj) {
   runtime::require_device("cuda.register");
+  runtime::refuse_during_capture(current_stream().handle, "register (page-locking host memory)",
+                                 "cudaHostRegister is not stream-ordered");
   python::constraints c;
   c.name = "register: obj";
   c.where = python::reach::any;  // device memory is refused below, naming what it is

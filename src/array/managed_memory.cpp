@@ -54,6 +54,7 @@ PyObject* array_prefetch(PyObject* self, PyObject* args, PyObject* kwargs) {
     ::arrayport::detail::byte_span(op.side(), op.shape.data(), op.ndim(), op.dt.itemsize(), lo, hi);
     if (hi > lo) {
       gil_release release;
+      runtime::refuse_during_capture(s, "prefetch", "CUDA captures no prefetch of managed memory");
       const int device = runtime::stream_device(s, op.device);
       runtime::device_guard guard(device);
       runtime::order_streams(op.stream, op.device, s, device);

@@ -39,6 +39,7 @@ void set_device(nb::handle device) {
 
 void synchronize() {
   runtime::require_device("synchronize");
+  refuse_device_wait_during_capture("synchronize()");
   runtime::device_synchronize();
 }
 

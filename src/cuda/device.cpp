@@ -21,6 +21,12 @@ namespace nb = nanobind;
 using namespace nb::literals;
 
 namespace arrayport::ext {
+
+void refuse_device_wait_during_capture(const char* what) {
+  runtime::refuse_during_capture(current_stream().handle, what,
+                                 "captured work runs only when the graph is launched");
+}
+
 namespace {
 
 struct py_device {
@@ -75,6 +81,7 @@ bool device_can_access_peer(const py_device& d, nb::handle peer) {
 }
 
 void device_synchronize(const py_device& d) {
+  refuse_device_wait_during_capture("Device.synchronize()");
   runtime::device_guard guard(d.index);
   runtime::device_synchronize();
 }

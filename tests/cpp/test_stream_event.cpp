@@ -89,3 +89,47 @@ TEST(StreamEvent, ManyCreateDestroyCyclesLeakNothing) {
   // Device memory may move by the driver's granularity, never by the number of cycles.
   EXPECT_LE(before > after ? before - after : 0, std::size_t{4} << 20);
 }
+
+#if ARRAYPORT_HAS_CUDA
+// cudaStreamBeginCapture on an arrayport stream: what a graph cannot hold (host waits, allocations
+// that are not stream-ordered, copies of pageable memory) throws before any CUDA call that would
+// end the capture; device work around it is captured, and the graph replays it.
+TEST(StreamEvent, ACaptureRefusesWhatAGraphCannotHoldAndStaysValid) {
+  ARRAYPORT_SKIP_WITHOUT_GPU();
+  using arrayport::memory_kind;
+  constexpr std::size_t n = 4096;
+  arrayport::stream s;
+  arrayport::buffer d(n, memory_kind::device, s.device(), s.handle());
+  arrayport::buffer out(n, memory_kind::pinned);
+  std::vector<std::uint8_t> pageable(n);
+  s.synchronize();
+  ASSERT_EQ(
+      cudaStreamBeginCapture(static_cast<cudaStream_t>(s.handle()), cudaStreamCaptureModeGlobal),
+      cudaSuccess);
+  EXPECT_TRUE(arrayport::runtime::stream_capturing(s.handle()));
+  arrayport::runtime::memset_async(d.data(), memory_kind::device, 7, n, s.handle(), "memset");
+  EXPECT_THROW(arrayport::buffer(n, memory_kind::managed, s.device(), s.handle()),
+               arrayport::error);
+  EXPECT_THROW(arrayport::buffer(n, memory_kind::pinned, -1, s.handle()), arrayport::error);
+  EXPECT_THROW(s.synchronize(), arrayport::error);
+  EXPECT_THROW(arrayport::runtime::memcpy_async(pageable.data(), memory_kind::host, d.data(),
+                                                memory_kind::device, n, s.handle(), "copy"),
+               arrayport::error);
+  arrayport::runtime::memcpy_async(out.data(), memory_kind::pinned, d.data(), memory_kind::device,
+                                   n, s.handle(), "copy");
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(static_cast<cudaStream_t>(s.handle()), &graph), cudaSuccess);
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  for (int replay = 0; replay < 3; ++replay) {
+    std::memset(out.data(), 0, n);
+    ASSERT_EQ(cudaGraphLaunch(exec, static_cast<cudaStream_t>(s.handle())), cudaSuccess);
+    s.synchronize();
+    const auto* bytes = static_cast<const std::uint8_t*>(out.data());
+    EXPECT_EQ(bytes[0], 7);
+    EXPECT_EQ(bytes[n - 1], 7);
+  }
+  EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
+  EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+}
+#endif

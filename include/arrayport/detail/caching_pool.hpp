@@ -40,6 +40,7 @@ class caching_pool {
 
   void* allocate(std::size_t bytes) {
     const std::size_t size = size_class(bytes);
+    runtime::relaxed_capture_mode relaxed;  // event queries and allocations end a global capture
     {
       std::lock_guard<std::mutex> lock(m_mutex);
       auto it = m_bins.find(size);
@@ -73,6 +74,12 @@ class caching_pool {
     int event_device = -1;
     try {
       if (runtime::is_available()) {
+        if (runtime::stream_capturing(stream)) {
+          // Released inside a capture: the graph may write the block at every replay, for as
+          // long as it lives, which nothing here can see. The block is never handed out again.
+          m_captured.push_back(p);
+          return;
+        }
         // An event is recorded on a stream of its own device: the stream's, or for a default
         // stream the memory's (pinned memory: the current device's).
         event_device = runtime::stream_device(stream, device >= 0 ? device : runtime::get_device());
@@ -101,6 +108,7 @@ class caching_pool {
   /// Frees every cached block whose last use has completed.
   void release_cached() noexcept {
     std::lock_guard<std::mutex> lock(m_mutex);
+    runtime::relaxed_capture_mode relaxed;
     for (auto& [size, bin] : m_bins) {
       std::vector<block> keep;
       for (block& b : bin) {
@@ -138,6 +146,7 @@ class caching_pool {
 
   allocate_fn m_allocate;
   free_fn m_free;
+  std::vector<void*> m_captured;  // released during a CUDA-graph capture: kept, never reused
   mutable std::mutex m_mutex;
   std::unordered_map<std::size_t, std::vector<block>> m_bins;
   std::unordered_map<int, std::vector<event_handle>> m_spare_events;  // by device

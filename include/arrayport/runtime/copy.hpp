@@ -7,6 +7,7 @@
 #include <arrayport/memory_kind.hpp>
 #include <arrayport/runtime/check.hpp>
 #include <arrayport/runtime/probe.hpp>
+#include <arrayport/runtime/stream.hpp>
 
 #include <cstddef>
 #include <cstring>
@@ -94,6 +95,13 @@ inline void memcpy_async(void* dst, memory_kind dst_kind, const void* src, memor
   require_reachable(dst_kind, what, "the destination");
   require_reachable(src_kind, what, "the source");
   if (bytes == 0) return;
+  if (dst_kind == memory_kind::host || src_kind == memory_kind::host) {
+    refuse_during_capture(stream, "a copy to or from pageable host memory",
+                          "a graph may copy only GPU-reachable memory: use pinned memory");
+    relaxed_capture_mode relaxed;  // a pageable copy waits, which a global capture forbids
+    if (!detail::device_memcpy_async(dst, src, bytes, stream)) std::memcpy(dst, src, bytes);
+    return;
+  }
   if (!detail::device_memcpy_async(dst, src, bytes, stream)) std::memcpy(dst, src, bytes);
 }
 
@@ -110,7 +118,8 @@ inline void memset_async(void* dst, memory_kind kind, int value, std::size_t byt
 /// The same for memory the caller knows to be host memory, or known to CUDA where CUDA is usable
 /// (what arrayport's own allocations are): without a device both sides are taken as host memory.
 inline void memcpy_async(void* dst, const void* src, std::size_t bytes, stream_handle stream) {
-  memcpy_async(dst, memory_kind::host, src, memory_kind::host, bytes, stream, "memcpy_async");
+  if (bytes == 0) return;
+  if (!detail::device_memcpy_async(dst, src, bytes, stream)) std::memcpy(dst, src, bytes);
 }
 
 inline void memset_async(void* dst, int value, std::size_t bytes, stream_handle stream) {

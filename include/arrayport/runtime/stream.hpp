@@ -10,6 +10,7 @@
 #include <arrayport/runtime/probe.hpp>
 
 #include <cstdint>
+#include <string>
 
 namespace arrayport::runtime {
 
@@ -36,6 +37,34 @@ inline bool stream_capturing(stream_handle stream) {
   return status != cudaStreamCaptureStatusNone;
 }
 
+/// While alive, lets the calling thread make the calls that a capture in global mode (PyTorch's
+/// default) forbids to every thread, such as waits, allocations and event queries: on streams that
+/// are not capturing they touch no graph, and CUDA's refusal would end the capture.
+class relaxed_capture_mode {
+ public:
+  relaxed_capture_mode() noexcept : m_on(is_available()) {
+    if (m_on) (void)cudaThreadExchangeStreamCaptureMode(&m_mode);
+  }
+  ~relaxed_capture_mode() {
+    if (m_on) (void)cudaThreadExchangeStreamCaptureMode(&m_mode);
+  }
+  relaxed_capture_mode(const relaxed_capture_mode&) = delete;
+  relaxed_capture_mode& operator=(const relaxed_capture_mode&) = delete;
+
+ private:
+  bool m_on;  // without a device the call would fail, and leave its error for cudaGetLastError
+  cudaStreamCaptureMode m_mode = cudaStreamCaptureModeRelaxed;
+};
+
+/// Throws before `what` is attempted while `stream` captures a CUDA graph, where CUDA would refuse
+/// it and end the capture: host waits, and allocations or page-locking that are not stream-ordered.
+/// `why` says what the capture cannot hold.
+inline void refuse_during_capture(stream_handle stream, const char* what, const char* why) {
+  if (is_available() && stream_capturing(stream))
+    throw error(std::string(what) + " cannot happen while the stream is capturing a CUDA graph (" +
+                why + "): do it before the capture begins or after it ends");
+}
+
 /// The device `stream` belongs to; `fallback` for the default-stream handles and for a stream
 /// that is capturing a graph (CUDA refuses cudaStreamGetDevice there).
 inline int stream_device(stream_handle stream, int fallback) {
@@ -60,6 +89,11 @@ inline void stream_destroy(stream_handle s) noexcept {
 
 inline void stream_synchronize(stream_handle s) {
   if (!is_available()) return;  // no device work can be pending
+  refuse_during_capture(s,
+                        "waiting on the host for a stream's work (a synchronize, or a GPU result "
+                        "read on the CPU)",
+                        "captured work runs only when the graph is launched");
+  relaxed_capture_mode relaxed;
   ARRAYPORT_CUDA_CHECK(cudaStreamSynchronize(detail::to_cuda(s)));
 }
 
@@ -127,6 +161,11 @@ inline void stream_wait_event(stream_handle s, event_handle e) {
 #else  // no GPU: no stream can be created, none has pending work, every wait is already over
 
 inline bool stream_capturing(stream_handle) { return false; }
+struct relaxed_capture_mode {
+  relaxed_capture_mode() noexcept {}  // user-provided: a scope guard is not an unused variable
+  ~relaxed_capture_mode() {}
+};
+inline void refuse_during_capture(stream_handle, const char*, const char*) {}
 inline int stream_device(stream_handle, int fallback) { return fallback; }
 
 inline stream_handle stream_create(int device, int, bool) {
@@ -237,8 +276,8 @@ inline void order_streams(stream_handle producer, int producer_device, stream_ha
 /// order_streams for handing an array back to its own stream after work on `producer`: the same,
 /// except while `producer` captures a CUDA graph that `consumer` is outside of, when nothing is
 /// ordered (whoever launches the graph orders its replays).
-inline void order_streams_after(stream_handle producer, int producer_device,
-                                stream_handle consumer, int consumer_device) {
+inline void order_streams_after(stream_handle producer, int producer_device, stream_handle consumer,
+                                int consumer_device) {
   if (producer == consumer || !is_available()) return;
   if (stream_capturing(producer) && !stream_capturing(consumer)) return;
   order_streams(producer, producer_device, consumer, consumer_device);

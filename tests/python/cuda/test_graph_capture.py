@@ -8,6 +8,7 @@ launches load kernels and grow pools, which a capture must not do)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import arrayport as ap
@@ -132,3 +133,70 @@ def test_a_capture_on_an_arrayport_stream(torch):
         torch.cuda.synchronize()
         assert float(out[0]) == 4.0 * step and float(out[-1]) == 4.0 * step
         assert t.get()[0] == 3.0 * step
+
+
+# What a graph cannot hold, each refused with a clear error before the CUDA call that would end
+# PyTorch's capture: host waits, allocations and page-locking that are not stream-ordered, copies
+# to or from pageable memory, prefetches. Arguments: the arrays made before the capture.
+REFUSED = {
+    "managed allocation": lambda m, p, d, h: ap.empty(N, "float32", memory="managed"),
+    "pinned allocation": lambda m, p, d, h: ap.empty(N, "float32", memory="pinned"),
+    "an op whose result is managed": lambda m, p, d, h: ops.add(m, m),
+    "an op whose result is pinned": lambda m, p, d, h: ops.sum(p),
+    "an op staged from NumPy": lambda m, p, d, h: ops.add(h, h, device=0),
+    "get()": lambda m, p, d, h: d.get(),
+    "a pageable copy to the GPU": lambda m, p, d, h: ap.asarray(h, memory="device"),
+    "NumPy over managed memory": lambda m, p, d, h: np.asarray(m),
+    "synchronize()": lambda m, p, d, h: ap.cuda.synchronize(),
+    "Stream.synchronize()": lambda m, p, d, h: ap.cuda.current_stream().synchronize(),
+    "Device.synchronize()": lambda m, p, d, h: ap.cuda.Device(0).synchronize(),
+    "prefetch()": lambda m, p, d, h: m.prefetch(0),
+    "register()": lambda m, p, d, h: ap.cuda.register(np.ones(1 << 22, np.float32)),
+}
+
+
+@pytest.mark.parametrize("case", list(REFUSED), ids=list(REFUSED))
+def test_what_a_graph_cannot_hold_is_refused_and_the_capture_goes_on(torch, case):
+    m = ap.full((N,), 1.0, "float32", memory="managed")
+    p = ap.full((N,), 1.0, "float32", memory="pinned")
+    d = ap.full((N,), 1.0, "float32", memory="device")
+    h = np.ones(N, np.float32)
+    x = torch.zeros(N, device="cuda")
+    ap.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        with ap.cuda.Stream.from_handle(torch.cuda.current_stream().cuda_stream):
+            ops.add(d, 1.0, out=x)  # captured before the refusal
+            with pytest.raises(RuntimeError, match="capturing a CUDA graph.*after it ends"):
+                REFUSED[case](m, p, d, h)
+            ops.add(x, 2.0, out=x)  # and after it: the capture is intact
+    for _ in range(3):
+        x.zero_()
+        g.replay()
+        torch.cuda.synchronize()
+        assert float(x[0]) == 4.0 and float(x[-1]) == 4.0
+    # Outside the capture the same call works.
+    REFUSED[case](m, p, d, h)
+    ap.cuda.synchronize()
+
+
+def test_managed_and_pinned_memory_made_before_the_capture_are_captured(torch):
+    m = ap.full((N,), 1.0, "float32", memory="managed")
+    p = ap.full((N,), 2.0, "float32", memory="pinned")
+    d = ap.empty(N, "float32", memory="device")
+
+    def body():
+        ops.add(m, p, out=d)
+        ops.multiply(d, 2.0, out=m)
+        p.copy_to(d)
+
+    g, _ = capture(torch, body)
+    m[...] = 1.0  # the warm-up ran body once
+    ap.cuda.synchronize()
+    expected = 1.0
+    for _ in range(5):  # each replay: m <- (m + p) * 2, d <- p
+        g.replay()
+        torch.cuda.synchronize()
+        expected = (expected + 2.0) * 2.0
+        np.testing.assert_array_equal(m.get(), np.full(N, expected, np.float32))
+        np.testing.assert_array_equal(d.get(), np.full(N, 2.0, np.float32))
