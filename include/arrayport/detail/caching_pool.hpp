@@ -40,7 +40,6 @@ class caching_pool {
 
   void* allocate(std::size_t bytes) {
     const std::size_t size = size_class(bytes);
-    runtime::relaxed_capture_mode relaxed;  // event queries and allocations end a global capture
     {
       std::lock_guard<std::mutex> lock(m_mutex);
       auto it = m_bins.find(size);
