@@ -14,12 +14,19 @@
 Goal (H100): device=0 <= 1.3x the link limit measured in the same run. Every path's result is
 checked against NumPy.
 
+Steadiness: a best-of-7 hides slow calls, so `device=0` is also timed call by call, 50 calls in a
+fresh process and 50 in one where PyTorch, CuPy and JAX have run work on the GPU and the CPU
+first (their worker threads alive), each beside the link limit measured in that process. Goal:
+median <= 1.1x and 95th percentile <= 1.5x the link limit in both. The first call of a process
+fills the pinned pool (the result and the staging slots), which no later call repeats.
+
 usage: python bench/bench_pipeline.py OUT_DIR   (writes pipeline.json and pipeline.png)
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -45,6 +52,91 @@ def best_ms(fn, check=None) -> float:
         ap.cuda.synchronize()
         times.append((time.perf_counter() - t0) * 1e3)
     return min(times)
+
+
+CALLS = 50
+
+
+def _torch_work(big: np.ndarray) -> None:
+    import torch
+
+    x = torch.from_numpy(big).cuda()
+    float((x @ x).sum())
+    float((torch.from_numpy(big) @ torch.from_numpy(big)).sum())  # its CPU threads
+
+
+def _cupy_work(big: np.ndarray) -> None:
+    import cupy
+
+    c = cupy.asarray(big)
+    float((c @ c).sum())
+
+
+def _jax_work(big: np.ndarray) -> None:
+    import jax
+    import jax.numpy as jnp
+
+    j = jnp.asarray(big)
+    float((j @ j).sum())
+    jc = jax.device_put(big, jax.devices("cpu")[0])
+    float((jc @ jc).sum())
+
+
+def warm_peers() -> list[str]:
+    """GPU and CPU work in each peer that imports, as a process that used them has behind it."""
+    big = np.ones((2048, 2048), np.float32)
+    ran = []
+    for name, work in (("torch", _torch_work), ("cupy", _cupy_work), ("jax", _jax_work)):
+        try:
+            work(big)
+        except ImportError:
+            continue
+        ran.append(name)
+    return ran
+
+
+def steady_child(kind: str) -> None:
+    """One process's 50 timed calls (and its link limit), printed as JSON."""
+    peers = warm_peers() if kind == "after peers" else []
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal(N, dtype=np.float32)
+    b = rng.standard_normal(N, dtype=np.float32)
+    pa, pb, pc = (ap.empty(N, "float32", memory="pinned") for _ in range(3))
+    da, db, dc = (ap.empty(N, "float32", memory="device") for _ in range(3))
+    link = []
+    for _ in range(REPEAT):
+        ap.cuda.synchronize()
+        t0 = time.perf_counter()
+        pa.copy_to(da)
+        pb.copy_to(db)
+        dc.copy_to(pc)
+        ap.cuda.synchronize()
+        link.append((time.perf_counter() - t0) * 1e3)
+    calls = []
+    for _ in range(CALLS):
+        t0 = time.perf_counter()
+        r = ops.add(a, b, device=0)
+        calls.append((time.perf_counter() - t0) * 1e3)  # NumPy out: the call has synchronised
+    assert np.array_equal(r, a + b), "wrong result"
+    print(json.dumps({"process": kind, "peers_run_first": peers, "link_ms": min(link),
+                      "calls_ms": calls}))
+
+
+def steadiness() -> list[dict]:
+    rows = []
+    for kind in ("fresh", "after peers"):
+        p = subprocess.run([sys.executable, __file__, "--child", kind], capture_output=True,
+                           text=True, check=True)
+        row = json.loads(p.stdout.strip().splitlines()[-1])
+        calls, limit = np.array(row["calls_ms"]), row["link_ms"]
+        row.update(median_ms=float(np.median(calls)), p95_ms=float(np.percentile(calls, 95)),
+                   max_ms=float(calls.max()), first_ms=float(calls[0]))
+        row.update(median_x=row["median_ms"] / limit, p95_x=row["p95_ms"] / limit)
+        rows.append(row)
+        print(f"  {CALLS} calls, {kind:11s} process: median {row['median_ms']:.2f} ms "
+              f"({row['median_x']:.2f}x the link limit {limit:.2f}), 95th percentile "
+              f"{row['p95_ms']:.2f} ms ({row['p95_x']:.2f}x), first {row['first_ms']:.1f} ms")
+    return rows
 
 
 def main(out_dir: str) -> None:
@@ -105,12 +197,16 @@ def main(out_dir: str) -> None:
           f"({gb / limit * 1e3:.1f} GB/s for {gb * 1e3:.0f} MB)")
     for name, ms in rows.items():
         print(f"  {name:22s} {ms:8.2f} ms   {ms / limit:5.2f}x the link limit")
+    steady = steadiness()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     result = {"benchmark": "NumPy -> GPU -> NumPy, one add of 2^24 float32 (best of 7)",
               "device": device, "elements": N, "ms": rows,
               "ratio_to_link_limit": {k: v / limit for k, v in rows.items()},
-              "goal": "arrayport device=0 <= 1.3x the link limit"}
+              "goal": "arrayport device=0 <= 1.3x the link limit",
+              "steady": steady,
+              "steady_goal": f"over {CALLS} calls: median <= 1.1x, 95th percentile <= 1.5x the "
+                             "link limit, fresh and after peers"}
     (out / "pipeline.json").write_text(json.dumps(result, indent=1) + "\n")
     try:
         import matplotlib
@@ -119,7 +215,17 @@ def main(out_dir: str) -> None:
         import matplotlib.pyplot as plt
     except ImportError:
         return
-    fig, ax = plt.subplots(figsize=(7, 3.5))
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(12, 3.5), gridspec_kw={"width_ratios": [3, 2]})
+    for row in steady:
+        ax2.plot(range(1, CALLS + 1), np.array(row["calls_ms"]) / row["link_ms"], ".-", lw=0.6,
+                 label=f"{row['process']} (median {row['median_x']:.2f}x, p95 {row['p95_x']:.2f}x)")
+    ax2.axhline(1.0, color="0.6", lw=0.8)
+    ax2.axhline(1.5, color="k", ls="--", lw=0.8)
+    ax2.set_yscale("log")
+    ax2.set_xlabel("call")
+    ax2.set_ylabel("x the link limit")
+    ax2.set_title(f"device=0, call by call ({CALLS} calls a process)", fontsize=9)
+    ax2.legend(fontsize=7)
     names = list(rows)
     ax.barh(names, [rows[k] for k in names], color=["0.6" if k == "link limit" else
                                                     "C0" if k.startswith("arrayport") else "C1"
@@ -134,4 +240,7 @@ def main(out_dir: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else ".")
+    if len(sys.argv) > 2 and sys.argv[1] == "--child":
+        steady_child(sys.argv[2])
+    else:
+        main(sys.argv[1] if len(sys.argv) > 1 else ".")
