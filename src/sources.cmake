@@ -2,6 +2,7 @@
 # instrumented fuzzing library (tests/fuzz) both build from this list.
 include("${CMAKE_CURRENT_LIST_DIR}/ops/sources.cmake")
 set(ARRAYPORT_CORE_SOURCES
+  ${ARRAYPORT_OPS_SOURCES}  # the longest to compile: first
   module/module.cpp
   module/runtime_info.cpp
   bind/ops.cpp
@@ -40,5 +41,4 @@ set(ARRAYPORT_CORE_SOURCES
   cuda/stream.cpp
   common/errors.cpp
   common/scalars.cpp
-  common/arguments.cpp
-  ${ARRAYPORT_OPS_SOURCES})
+  common/arguments.cpp)
