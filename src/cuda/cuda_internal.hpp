@@ -30,7 +30,7 @@ int borrowed_device(nanobind::handle obj, const char* what);
 
 void register_device(nanobind::module_& m);
 
-/// Refuses a device-wide wait (`what`) while the current stream captures a CUDA graph (cuda.cpp).
+/// Refuses a device-wide wait (`what`) while the current stream captures a CUDA graph.
 void refuse_device_wait_during_capture(const char* what);
 
 // ---- events (event.cpp) ------------------------------------------------------------------------
