@@ -134,12 +134,26 @@ def _integer_dtype(x: Any) -> Optional[str]:
     return name if name in _INTEGERS else None
 
 
+_INT_RANGES = {"uint8": (0, 2**8 - 1), "int32": (-(2**31), 2**31 - 1),
+               "int64": (-(2**63), 2**63 - 1)}
+
+
+def _int_out_of_range(x: Any, other: Optional[str]) -> bool:
+    """Whether x is a Python int that the other operand's integer dtype cannot hold."""
+    if not isinstance(x, int) or isinstance(x, bool) or other not in _INT_RANGES:
+        return False
+    lo, hi = _INT_RANGES[other]
+    return not lo <= x <= hi
+
+
 def power(x1: Any, x2: Any, *, out: Any = None, device: Any = None) -> Array:
     """x1 ** x2, element-wise. Integers to negative integer powers are refused with
     ValueError, as NumPy refuses them: an integer exponent array is checked first (its minimum;
     on the GPU a reduction, waited for)."""
     d1, d2 = _integer_dtype(x1), _integer_dtype(x2)
-    if d1 is not None and d2 in ("int32", "int64"):
+    if _int_out_of_range(x1, d2) or _int_out_of_range(x2, d1):
+        pass  # NumPy's OverflowError for the Python int comes first: the op raises it
+    elif d1 is not None and d2 in ("int32", "int64"):
         # NumPy raises as its loop meets a negative exponent: never for an empty result.
         sizes = [view(x).size for x in (x1, x2) if not isinstance(x, int)]
         if 0 in sizes:

@@ -86,6 +86,7 @@ def render(info: dict[str, Any]) -> str:
         f"  CUDA runtime       {_cuda_version(r['runtime_version'])}",
         f"  CUDA driver        {_cuda_version(r['driver_version'])}",
         f"  devices            {r['device_count']}",
+        f"  CPU kernels        {r['cpu_kernels']}, {r['cpu_threads']} threads",
     ]
     if info["mode"] == "cpu-fallback":
         lines += [

@@ -2,6 +2,8 @@
 #include "module/runtime_info.hpp"
 
 #include "build_config.hpp"
+#include "ops/cpu/cpu_features.hpp"
+#include "ops/cpu/parallel.hpp"
 
 #include <arrayport/device.hpp>
 #include <arrayport/runtime.hpp>
@@ -41,6 +43,12 @@ nb::dict runtime_info() {
   d["probe_status"] = a.status;
   d["runtime_version"] = runtime::runtime_version();
   d["driver_version"] = runtime::driver_version();
+#ifdef ARRAYPORT_OPS_AVX2
+  d["cpu_kernels"] = ops::cpu::has_avx2() ? "AVX2" : "SSE2 (no AVX2: the flat loops unvectorised)";
+#else
+  d["cpu_kernels"] = "the compiler's baseline";
+#endif
+  d["cpu_threads"] = ops::cpu::thread_count();
   return d;
 }
 

@@ -8,7 +8,8 @@ set(ARRAYPORT_OPS_SOURCES
   ops/dispatch.cpp
   ops/promotion.cpp
   ops/cpu/parallel.cpp
-  ops/cpu/vector_math.cpp)
+  ops/cpu/vector_math.cpp
+  ops/cpu/convert_run.cpp)
 # The CPU kernels' C++ options: without errno, sqrt is one vector instruction (with it, a libm
 # call on each negative input), as NumPy's loops compute it.
 set(ARRAYPORT_OPS_CXX_OPTIONS $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<CXX_COMPILER_ID:GNU,Clang>>:-fno-math-errno>)

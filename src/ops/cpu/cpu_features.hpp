@@ -5,10 +5,18 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #define ARRAYPORT_OPS_AVX2 1
 
+#include <cstdlib>
+
 namespace arrayport::ops::cpu {
 
+/// False where the CPU lacks AVX2, or ARRAYPORT_DISABLE_AVX2 is set (to a value other than 0):
+/// the baseline paths run then, as they do on such a CPU (NumPy: NPY_DISABLE_CPU_FEATURES).
 inline bool has_avx2() noexcept {
-  static const bool avx2 = (__builtin_cpu_init(), __builtin_cpu_supports("avx2"));
+  static const bool avx2 = [] {
+    const char* off = std::getenv("ARRAYPORT_DISABLE_AVX2");
+    if (off && *off && *off != '0') return false;
+    return (__builtin_cpu_init(), __builtin_cpu_supports("avx2") != 0);
+  }();
   return avx2;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "ops/kernels.hpp"
+#include "ops/cpu/convert_run.hpp"
 #include "ops/cpu/cpu_features.hpp"
 #include "ops/cpu/parallel.hpp"
 #include "ops/cpu/vector_math.hpp"
@@ -36,21 +37,24 @@ struct scalar_get {
   compute_t<A> operator()(std::int64_t) const { return v; }
 };
 
+#ifdef ARRAYPORT_OPS_AVX2
+// x86-64: the flat loop is vectorised with AVX2 (no FMA: products round as NumPy's), as the
+// baseline's SSE2 narrows compares to bools and tests floats 2-4x slower than NumPy's AVX2
+// loops. A CPU without AVX2 (before 2013, and some low-end ones since) takes the strided loop:
+// a second, SSE2 copy of every flat loop took 14% of these files' compile time.
+template <class O, class F, class... G>
+__attribute__((target("avx2"))) void flat_loop(O* __restrict__ out, std::int64_t begin,
+                                               std::int64_t end, const F& f, const G&... get) {
+  for (std::int64_t i = begin; i < end; ++i) out[i] = convert<O>(f(get(i)...));
+}
+inline bool has_flat_loops() noexcept { return has_avx2(); }
+#else
 template <class O, class F, class... G>
 void flat_loop(O* __restrict__ out, std::int64_t begin, std::int64_t end, const F& f,
                const G&... get) {
   for (std::int64_t i = begin; i < end; ++i) out[i] = convert<O>(f(get(i)...));
 }
-
-#ifdef ARRAYPORT_OPS_AVX2
-// The same loop vectorised with AVX2 (no FMA: products round as NumPy's), taken where the CPU
-// has it: the baseline build's SSE2 narrows compares to bools and tests floats 2-4x slower
-// than NumPy's AVX2 loops.
-template <class O, class F, class... G>
-__attribute__((target("avx2"))) void flat_loop_avx2(O* __restrict__ out, std::int64_t begin,
-                                                    std::int64_t end, const F& f, const G&... get) {
-  for (std::int64_t i = begin; i < end; ++i) out[i] = convert<O>(f(get(i)...));
-}
+constexpr bool has_flat_loops() noexcept { return true; }
 #endif
 
 #ifdef ARRAYPORT_OPS_AVX2
@@ -125,47 +129,36 @@ __attribute__((target("avx2"))) std::int64_t mask_loop_avx2(bool* out, std::int6
 }
 #endif
 
-// flat_loop, or its AVX2 twin where the CPU has AVX2.
-template <class O, class F, class... G>
-void flat_loop_best(O* out, std::int64_t begin, std::int64_t end, const F& f, const G&... get) {
-#ifdef ARRAYPORT_OPS_AVX2
-  if (has_avx2()) return flat_loop_avx2(out, begin, end, f, get...);
-#endif
-  flat_loop(out, begin, end, f, get...);
-}
-
 // Picks an array or scalar getter per operand (outside the loop, so each loop is branch-free).
+// data[I]: operand I's contiguous elements of its argument's storage type, nullptr for a scalar.
+// Only where has_flat_loops().
 template <op_id Op, class S, int I, class O, class F, class... G>
-void flat_select(const ew_call& c, O* out, std::int64_t begin, std::int64_t end, const F& f,
-                 const G&... get) {
+void flat_select(const ew_call& c, const char* const* data, O* out, std::int64_t begin,
+                 std::int64_t end, const F& f, const G&... get) {
   if constexpr (I == arity(Op)) {
 #ifdef ARRAYPORT_OPS_AVX2
-    if constexpr (has_mask_loop<Op, S, O>)
-      if (has_avx2()) begin = mask_loop_avx2<Op, S>(out, begin, end, get...);
+    if constexpr (has_mask_loop<Op, S, O>) begin = mask_loop_avx2<Op, S>(out, begin, end, get...);
 #endif
-    flat_loop_best(out, begin, end, f, get...);
+    flat_loop(out, begin, end, f, get...);
   } else {
     using A = arg_storage_t<Op, I, S>;
-    const ew_operand& o = c.in[I];
-    if (o.data)
-      flat_select<Op, S, I + 1>(c, out, begin, end, f, get...,
-                                array_get<A>{reinterpret_cast<const A*>(o.data)});
+    if (data[I])
+      flat_select<Op, S, I + 1>(c, data, out, begin, end, f, get...,
+                                array_get<A>{reinterpret_cast<const A*>(data[I])});
     else
-      flat_select<Op, S, I + 1>(c, out, begin, end, f, get..., scalar_get<A>{scalar_value<A>(o)});
+      flat_select<Op, S, I + 1>(c, data, out, begin, end, f, get...,
+                                scalar_get<A>{scalar_value<A>(c.in[I])});
   }
 }
 
-template <class A>
-compute_t<A> load_any(const char* p, type_id t) {
-  if (t == type_id_of<A>) return load_direct(reinterpret_cast<const A*>(p));
-  return load_converting<A>(p, t);
-}
+// Elements a piece where an operand is converted: a buffer of this many per such operand.
+constexpr std::int64_t convert_piece = 512;
 
 // Walks elements [begin, end) of the collapsed layout in C order: the innermost dimension as a
-// tight loop, the outer ones as an odometer. Typed: every operand is already of the dtype its
-// argument loads as (the common case: a strided view of the same dtype), so the inner loop loads
-// directly instead of asking per element which conversion applies.
-template <op_id Op, class S, bool Typed, class F, std::size_t... I>
+// tight loop, the outer ones as an odometer. An array operand not of the dtype its argument
+// loads as is converted into a buffer a piece at a time (convert_run), so the loop itself always
+// loads directly; where every piece is then contiguous, it is the flat loop's.
+template <op_id Op, class S, class F, std::size_t... I>
 void strided_chunk(const ew_call& c, const F& f, std::int64_t begin, std::int64_t end,
                    std::index_sequence<I...>) {
   using O = result_storage_t<Op, S>;
@@ -174,8 +167,16 @@ void strided_chunk(const ew_call& c, const F& f, std::int64_t begin, std::int64_
   const int nd = L.ndim;
   const char* base[N] = {
       (c.in[I].data ? c.in[I].data : reinterpret_cast<const char*>(c.in[I].scalar))...};
-  const type_id types[N] = {
-      (c.in[I].data ? c.in[I].type : type_id_of<arg_storage_t<Op, int(I), S>>)...};
+  constexpr type_id loads_as[N] = {type_id_of<arg_storage_t<Op, int(I), S>>...};
+  constexpr std::int64_t item[N] = {std::int64_t(sizeof(arg_storage_t<Op, int(I), S>))...};
+  const bool converts[N] = {(c.in[I].data && c.in[I].type != loads_as[I])...};
+  const bool any_converts = (converts[I] || ...);
+  // Contiguous after conversion: every array operand converted, or contiguous in the inner
+  // dimension, and so the output (a fresh result, or out= in C order).
+  const bool flat_pieces =
+      L.strides[0][nd - 1] == std::int64_t(sizeof(O)) &&
+      ((!c.in[I].data || converts[I] || L.strides[1 + I][nd - 1] == item[I]) && ...);
+  alignas(32) unsigned char buffer[N][convert_piece * 16];  // 16: complex128's itemsize
   std::int64_t idx[ARRAYPORT_MAX_NDIM];
   std::int64_t rest = begin;
   for (int d = nd - 1; d >= 0; --d) {
@@ -191,31 +192,42 @@ void strided_chunk(const ew_call& c, const F& f, std::int64_t begin, std::int64_
     for (int d = 0; d < nd; ++d)
       for (int k = 0; k <= N; ++k) off[k] += idx[d] * L.strides[k][d];
     const std::int64_t run = std::min(inner_extent - idx[nd - 1], end - i);
-    char* o = c.out + off[0];
-    const char* p[N] = {(base[I] + off[1 + I])...};
-    if constexpr (Typed) {
+    for (std::int64_t piece = 0, n = 0; piece < run; piece += n) {
+      n = any_converts ? std::min(convert_piece, run - piece) : run;
+      char* o = c.out + off[0] + piece * so;
+      const char* p[N] = {(base[I] + off[1 + I] + piece * si[I])...};
+      std::int64_t sp[N] = {si[I]...};
+      if (any_converts) {
+        for (int k = 0; k < N; ++k) {
+          if (!converts[k]) continue;
+          convert_run(loads_as[k], buffer[k], p[k], si[k], n, c.in[k].type);
+          p[k] = reinterpret_cast<const char*>(buffer[k]);
+          sp[k] = item[k];
+        }
+        if (flat_pieces && has_flat_loops()) {
+          const char* data[N] = {(c.in[I].data ? p[I] : nullptr)...};
+          flat_select<Op, S, 0>(c, data, reinterpret_cast<O*>(o), 0, n, f);
+          continue;
+        }
+      }
       const auto at = [&](std::int64_t j) {
         return convert<O>(f(load_direct(
-            reinterpret_cast<const arg_storage_t<Op, int(I), S>*>(p[I] + j * si[I]))...));
+            reinterpret_cast<const arg_storage_t<Op, int(I), S>*>(p[I] + j * sp[I]))...));
       };
       if (so == std::int64_t(sizeof(O))) {  // a contiguous output run (a fresh result): indexed
         O* out = reinterpret_cast<O*>(o);   // not restrict: out= may be an input, elementwise
         std::int64_t j = 0;
-        for (; j + 4 <= run; j += 4) {  // unrolled: the strided loads do not vectorise
+        for (; j + 4 <= n; j += 4) {  // unrolled: the strided loads do not vectorise
           const O r0 = at(j), r1 = at(j + 1), r2 = at(j + 2), r3 = at(j + 3);
           out[j] = r0;
           out[j + 1] = r1;
           out[j + 2] = r2;
           out[j + 3] = r3;
         }
-        for (; j < run; ++j) out[j] = at(j);
+        for (; j < n; ++j) out[j] = at(j);
       } else {
-        for (std::int64_t j = 0; j < run; ++j) *reinterpret_cast<O*>(o + j * so) = at(j);
+        for (std::int64_t j = 0; j < n; ++j) *reinterpret_cast<O*>(o + j * so) = at(j);
       }
-    } else {
-      for (std::int64_t j = 0; j < run; ++j)
-        *reinterpret_cast<O*>(o + j * so) =
-            convert<O>(f(load_any<arg_storage_t<Op, int(I), S>>(p[I] + j * si[I], types[I])...));
     }
     i += run;
     idx[nd - 1] += run;
@@ -224,12 +236,6 @@ void strided_chunk(const ew_call& c, const F& f, std::int64_t begin, std::int64_
       ++idx[d - 1];
     }
   }
-}
-
-// Whether every array operand is of the dtype its argument loads as (scalars always are).
-template <op_id Op, class S, std::size_t... I>
-bool typed(const ew_call& c, std::index_sequence<I...>) {
-  return ((!c.in[I].data || c.in[I].type == type_id_of<arg_storage_t<Op, int(I), S>>)&&...);
 }
 
 struct identity_fn {
@@ -242,14 +248,14 @@ struct identity_fn {
 // astype over contiguous memory (is_contiguous_conversion): false where it is not one such run.
 template <class S>
 bool convert_contiguous(const ew_call& c) {
-  if (!is_contiguous_conversion(c, sizeof(S))) return false;
+  if (!has_flat_loops() || !is_contiguous_conversion(c, sizeof(S))) return false;
   S* out = reinterpret_cast<S*>(c.out);
   const auto loop = [&](auto tag) {
     using In = typename decltype(tag)::type;
     const In* p = reinterpret_cast<const In*>(c.in[0].data);
     parallel_for(c.size, parallel_grain, [&](std::int64_t b, std::int64_t e) {
       // One rounding: what the strided path's load into S and store as S give.
-      flat_loop_best(out, b, e, identity_fn{}, array_get<In>{p});
+      flat_loop(out, b, e, identity_fn{}, array_get<In>{p});
     });
     return true;
   };
@@ -268,19 +274,18 @@ struct quotient_fn {
 template <op_id Op, class S, class F>
 void run_with(const ew_call& c, const F& f) {
   using O = result_storage_t<Op, S>;
-  if (c.flat) {
+  if (c.flat && has_flat_loops()) {
     O* out = reinterpret_cast<O*>(c.out);
-    parallel_for(c.size, parallel_grain,
-                 [&](std::int64_t b, std::int64_t e) { flat_select<Op, S, 0>(c, out, b, e, f); });
-  } else if (typed<Op, S>(c, std::make_index_sequence<arity(Op)>{})) {
+    const char* data[arity(Op)];
+    for (int k = 0; k < arity(Op); ++k) data[k] = c.in[k].data;
     parallel_for(c.size, parallel_grain, [&](std::int64_t b, std::int64_t e) {
-      strided_chunk<Op, S, true>(c, f, b, e, std::make_index_sequence<arity(Op)>{});
+      flat_select<Op, S, 0>(c, data, out, b, e, f);
     });
   } else {
     if constexpr (Op == op_id::copy)
       if (convert_contiguous<S>(c)) return;
     parallel_for(c.size, parallel_grain, [&](std::int64_t b, std::int64_t e) {
-      strided_chunk<Op, S, false>(c, f, b, e, std::make_index_sequence<arity(Op)>{});
+      strided_chunk<Op, S>(c, f, b, e, std::make_index_sequence<arity(Op)>{});
     });
   }
 }

@@ -19,10 +19,16 @@
 namespace arrayport::ops::cpu {
 namespace {
 
+// dot's operands may differ in dtype and are converted as loaded; every other reduction's table
+// entry is that of its input's dtype, so it loads directly.
 template <class A>
 compute_t<A> load_any(const char* p, type_id t) {
   if (t == type_id_of<A>) return load_direct(reinterpret_cast<const A*>(p));
   return load_converting<A>(p, t);
+}
+template <class A>
+compute_t<A> load_at(const char* p) {
+  return load_direct(reinterpret_cast<const A*>(p));
 }
 
 // Pairwise reduction of get(i), i in [lo, lo + n).
@@ -107,7 +113,7 @@ void run(const reduce_call& c) {
           lo, n, r);
     } else if (c.red_ndim <= 1) {
       const std::int64_t s = c.red_ndim == 1 ? c.red_strides[0][0] : 0;
-      if (c.in_types[0] == T && s == std::int64_t(sizeof(In))) {  // contiguous, no conversion
+      if (s == std::int64_t(sizeof(In))) {  // contiguous
         const In* p = reinterpret_cast<const In*>(p0);
         if constexpr ((Op == reduce_op::max || Op == reduce_op::min) &&
                       (std::is_same_v<In, float> ||
@@ -127,14 +133,12 @@ void run(const reduce_call& c) {
             [&](std::int64_t i) { return to_acc_value<Op, Acc>(load_direct(p + i), i); }, lo, n, r);
       }
       return pairwise<Acc>(
-          [&](std::int64_t i) {
-            return to_acc_value<Op, Acc>(load_any<In>(p0 + i * s, c.in_types[0]), i);
-          },
-          lo, n, r);
+          [&](std::int64_t i) { return to_acc_value<Op, Acc>(load_at<In>(p0 + i * s), i); }, lo, n,
+          r);
     } else {
       return pairwise<Acc>(
           [&](std::int64_t i) {
-            return to_acc_value<Op, Acc>(load_any<In>(p0 + red_offset(c, 0, i), c.in_types[0]), i);
+            return to_acc_value<Op, Acc>(load_at<In>(p0 + red_offset(c, 0, i)), i);
           },
           lo, n, r);
     }

@@ -1,5 +1,7 @@
 #include "ops/cpu/vector_math.hpp"
 
+#include "ops/cpu/cpu_features.hpp"
+
 #include <dlfcn.h>
 #include <immintrin.h>
 
@@ -30,7 +32,7 @@ const resolved& functions() {
   static const resolved r = [] {
     resolved t;
 #if defined(__x86_64__) && defined(__GNUC__)
-    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return t;
+    if (!has_avx2() || !__builtin_cpu_supports("fma")) return t;
     // Never closed: the pointers live as long as the process.
     void* lib = dlopen("libmvec.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!lib) return t;

@@ -45,8 +45,8 @@ __device__ inline Acc reduce_load(const gpu_reduce_args& a, std::int64_t o, std:
                      offset_of(i, a.red_ndim, a.red_shape, a.red_strides[1]);
     return convert<Acc>(
         multiply_fn{}(load_any<In>(p0, a.in_types[0]), load_any<In>(p1, a.in_types[1])));
-  } else {
-    return to_acc_value<Op, Acc>(load_any<In>(p0, a.in_types[0]), i);
+  } else {  // every other reduction's entry is that of its input's dtype: nothing to convert
+    return to_acc_value<Op, Acc>(load_direct(reinterpret_cast<const In*>(p0)), i);
   }
 }
 

@@ -2,11 +2,11 @@
 
 Swept together: dtype (bool, uint8, int32, int64, float16, bfloat16, float32, float64, complex64,
 complex128, and mixed pairs), length (1 to 5000, and the edges of the kernels' vectors and chunks:
-7-9, 15-17, 31-33, 63-65, 127-129, 255-257, 255 * 32 +- 1 (the bool counter's flush), 2^16 +- 1
-(the CPU reduction's chunk), 2^17 + 1), layout (contiguous, strided, reversed, broadcast,
-transposed, 0-d, empty), container (NumPy through the consume bridge, an arrayport Array over
-the same memory, and with a GPU a copy in device memory: the CUDA kernels), axis (None, each,
-negative, tuples) and keepdims.
+7-9, 15-17, 31-33, 63-65, 127-129, 255-257, 511-513 and 1023-1025 (the CPU's converted pieces),
+255 * 32 +- 1 (the bool counter's flush), 2^16 +- 1 (the CPU reduction's chunk), 2^17 + 1),
+layout (contiguous, strided, reversed, broadcast, transposed, 0-d, empty), container (NumPy
+through the consume bridge, an arrayport Array over the same memory, and with a GPU a copy in
+device memory: the CUDA kernels), axis (None, each, negative, tuples) and keepdims.
 
 What is compared: the result dtype is NumPy 2's exactly (bfloat16: NumPy's float16 rules, except
 that bfloat16 with float16 gives float32). Values are exact where NumPy is exact: bool and integer
@@ -24,6 +24,7 @@ NumPy's result dtype is one arrayport does not have (square of bool: int8), a Ty
 from __future__ import annotations
 
 import math
+import os
 import warnings
 
 import numpy as np
@@ -36,10 +37,13 @@ from arrayport import ops
 from conftest import HAS_GPU
 from ops_reference import to_numpy as np_of
 
-SETTINGS = settings(max_examples=300, deadline=None, derandomize=False,
+# ARRAYPORT_TEST_EXAMPLES scales the sweep down where a test runs it again in a child process
+# (test_cpu_baseline.py): that many examples instead of 300, and 1000 for the MORE ones.
+EXAMPLES = int(os.environ.get("ARRAYPORT_TEST_EXAMPLES", "300"))
+SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=False,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
-MORE = settings(SETTINGS, max_examples=1000)
+MORE = settings(SETTINGS, max_examples=EXAMPLES * 10 // 3)
 
 NUMPY_DTYPES = ["bool", "uint8", "int32", "int64", "float16", "float32", "float64", "complex64",
                 "complex128"]
@@ -51,7 +55,8 @@ RTOL = {"float16": 1e-3, "bfloat16": 1e-2, "float32": 2e-6, "complex64": 2e-6, "
 EPS = {"float16": 2.0**-10, "bfloat16": 2.0**-7, "float32": 2.0**-23, "complex64": 2.0**-23,
        "float64": 2.0**-52, "complex128": 2.0**-52}
 EDGES = [7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257,
-         255 * 32 - 1, 255 * 32, 255 * 32 + 1, 2**16 - 1, 2**16, 2**16 + 1, 2**17 + 1]
+         511, 512, 513, 1023, 1024, 1025, 255 * 32 - 1, 255 * 32, 255 * 32 + 1,
+         2**16 - 1, 2**16, 2**16 + 1, 2**17 + 1]
 lengths = st.one_of(st.integers(1, 300), st.integers(301, 5000), st.sampled_from(EDGES))
 lengths0 = st.one_of(st.just(0), lengths)  # empty too
 dtypes = st.sampled_from(DTYPES)

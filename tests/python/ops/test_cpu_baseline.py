@@ -1,0 +1,46 @@
+"""The CPU kernels as a CPU without AVX2 runs them (ARRAYPORT_DISABLE_AVX2 set): the strided loop
+where the flat AVX2 loop would run, the baseline reductions, no libmvec. The property sweep of
+every op against NumPy, the comparison loops and the transcendental functions run again in a
+child process with the switch set."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).parent
+ROOT = HERE.parents[2]
+
+pytestmark = pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"),
+                                reason="AVX2 is an x86-64 feature; other CPUs have one path")
+
+
+def child_env(disable: str) -> dict[str, str]:
+    return dict(os.environ, ARRAYPORT_DISABLE_AVX2=disable, ARRAYPORT_TEST_EXAMPLES="60")
+
+
+def kernels_in(disable: str) -> str:
+    code = "import arrayport._core as c; print(c.runtime_info()['cpu_kernels'])"
+    r = subprocess.run([sys.executable, "-c", code], env=child_env(disable), capture_output=True,
+                       text=True, timeout=120, check=True)
+    return r.stdout.strip()
+
+
+def test_the_switch_turns_avx2_off_and_0_leaves_it_on():
+    assert kernels_in("1").startswith("SSE2")
+    assert kernels_in("0") in ("AVX2", "SSE2 (no AVX2: the flat loops unvectorised)")
+
+
+def test_every_op_without_avx2_matches_numpy():
+    files = ["test_ops_properties.py", "test_comparison_loops.py", "test_transcendental.py"]
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
+         *(str(HERE / f) for f in files)],
+        cwd=ROOT, env=child_env("1"), capture_output=True, text=True, timeout=1200)
+    assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-2000:]
+    assert " passed" in r.stdout and " failed" not in r.stdout
