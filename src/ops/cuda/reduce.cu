@@ -50,10 +50,11 @@ __device__ inline Acc reduce_load(const gpu_reduce_args& a, std::int64_t o, std:
   }
 }
 
-// Block b reduces chunk (b % chunks) of output (b / chunks); writes a partial or the result.
-template <reduce_op Op, class In, class Acc, class Out, bool Final>
+// Block b reduces chunk (b % chunks) of output (b / chunks); writes the result (final) or a
+// partial. final is a parameter, not a template argument: one instance instead of two.
+template <reduce_op Op, class In, class Acc, class Out>
 __global__ void segment_kernel(gpu_reduce_args a, std::int64_t chunks, std::int64_t chunk_len,
-                               void* dst) {
+                               bool final, void* dst) {
   using R = reducer_t<Op, Acc>;
   using block_reduce = cub::BlockReduce<Acc, block_threads>;
   __shared__ typename block_reduce::TempStorage temp;
@@ -67,7 +68,7 @@ __global__ void segment_kernel(gpu_reduce_args a, std::int64_t chunks, std::int6
       acc = r(acc, reduce_load<Op, In, Acc>(a, o, i));
     acc = block_reduce(temp).Reduce(acc, r);
     if (threadIdx.x == 0) {
-      if constexpr (Final)
+      if (final)
         static_cast<Out*>(dst)[o] = finish<Op, Out>(acc, a.len);
       else
         static_cast<Acc*>(dst)[b] = acc;
@@ -298,15 +299,18 @@ void run(const reduce_call& c) {
         runtime::check_launch("arrayport.ops reduction kernel launch");
         return;
       }
-      // argmin/argmax: vectors only from an aligned start, unpeeled (see element_load).
+      // argmin/argmax: vectors only from an aligned start, unpeeled (see element_load), else
+      // one element at a time. The others peel up to the first 16-byte boundary; elements not
+      // aligned to their size (rare) take the general kernel below, one instance fewer.
       constexpr bool peel = !is_arg_reduce(Op);
       using vectors = element_load<Op, In, Acc, vec_width<load_t<In>>, peel>;
-      const std::int64_t head = peel ? head_of<load_t<In>>(p, c.len) : vector_aligned(p) ? 0 : -1;
-      if (head >= 0)
-        vector_reduce<Op, Acc, Out>(vectors{p, head}, c);
-      else  // one element at a time
-        vector_reduce<Op, Acc, Out>(element_load<Op, In, Acc, 1>{p, 0}, c);
-      return;
+      if constexpr (peel) {
+        const std::int64_t head = head_of<load_t<In>>(p, c.len);
+        if (head >= 0) return vector_reduce<Op, Acc, Out>(vectors{p, head}, c);
+      } else {
+        if (vector_aligned(p)) return vector_reduce<Op, Acc, Out>(vectors{p, 0}, c);
+        return vector_reduce<Op, Acc, Out>(element_load<Op, In, Acc, 1>{p, 0}, c);
+      }
     }
   }
   require_dims(c.out_ndim, "arrayport.ops reduction");
@@ -339,12 +343,12 @@ void run(const reduce_call& c) {
   const unsigned blocks =
       static_cast<unsigned>(c.n_out * chunks < (1 << 20) ? c.n_out * chunks : (1 << 20));
   if (chunks == 1) {
-    segment_kernel<Op, In, Acc, Out, true>
-        <<<blocks, block_threads, 0, stream>>>(a, 1, chunk_len, c.out);
+    segment_kernel<Op, In, Acc, Out>
+        <<<blocks, block_threads, 0, stream>>>(a, 1, chunk_len, true, c.out);
   } else {
     scratch partials(static_cast<std::size_t>(c.n_out * chunks) * sizeof(Acc), c.stream);
-    segment_kernel<Op, In, Acc, Out, false>
-        <<<blocks, block_threads, 0, stream>>>(a, chunks, chunk_len, partials.p);
+    segment_kernel<Op, In, Acc, Out>
+        <<<blocks, block_threads, 0, stream>>>(a, chunks, chunk_len, false, partials.p);
     runtime::check_launch("arrayport.ops reduction kernel launch");
     const unsigned out_blocks = static_cast<unsigned>(c.n_out < (1 << 20) ? c.n_out : (1 << 20));
     combine_kernel<Op, Acc, Out><<<out_blocks, block_threads, 0, stream>>>(
