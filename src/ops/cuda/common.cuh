@@ -33,9 +33,9 @@ inline bool vector_aligned(const void* p) { return reinterpret_cast<std::uintptr
 template <class S>
 inline constexpr int vec_width = sizeof(S) >= 16 ? 1 : int(16 / sizeof(S));
 
-/// Blocks for `work` threads of work, capped so a grid-stride loop covers the rest.
-inline unsigned grid_for(std::int64_t work) {
-  const std::int64_t blocks = (work + block_threads - 1) / block_threads;
+/// Blocks of `threads` for `work` threads of work, capped so a grid-stride loop covers the rest.
+inline unsigned grid_for(std::int64_t work, int threads = block_threads) {
+  const std::int64_t blocks = (work + threads - 1) / threads;
   return static_cast<unsigned>(blocks < 1 ? 1 : blocks > (1 << 20) ? (1 << 20) : blocks);
 }
 

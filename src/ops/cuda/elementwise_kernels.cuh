@@ -101,6 +101,15 @@ constexpr int vectors_per_step() {
   }
 }
 
+// Threads a block of the flat kernel: 128 for the float32 transcendental functions, with which
+// sin/cos/log went from 0.98-0.99x to 1.00x PyTorch at 2^28 on an H200 (docs/benchmarks.md).
+template <op_id Op, class S>
+constexpr int flat_block_threads() {
+  constexpr bool transcendental = Op == op_id::exp || Op == op_id::log || Op == op_id::sin ||
+                                  Op == op_id::cos || Op == op_id::tanh;
+  return transcendental && std::is_same_v<S, float> ? 128 : block_threads;
+}
+
 template <op_id Op, int I, class S, int N>
 __device__ inline compute_t<arg_storage_t<Op, I, S>> flat_get(const gpu_args<N>& a,
                                                               std::int64_t i) {
@@ -232,19 +241,18 @@ void run(const ew_call& c) {
   a.aligned = aligned;
   if (c.flat) {
     constexpr int E = vec_width<S> * vectors_per_step<Op, S>();
-    const unsigned grid = grid_for((c.size + E - 1) / E);
+    constexpr int B = flat_block_threads<Op, S>();
+    const unsigned grid = grid_for((c.size + E - 1) / E, B);
     // power of two arrays has a kernel without the scalar test: faster for it, slower for other
     // ops and for scalar exponents (docs/benchmarks.md, "Tuning constants of arrayport.ops").
     if constexpr (Op == op_id::power) {
       if (c.in[0].data && c.in[1].data) {
-        flat_kernel<Op, S, true>
-            <<<grid, block_threads, 0, stream>>>(f, a, std::make_index_sequence<N>{});
+        flat_kernel<Op, S, true><<<grid, B, 0, stream>>>(f, a, std::make_index_sequence<N>{});
         runtime::check_launch("arrayport.ops element-wise kernel launch");
         return;
       }
     }
-    flat_kernel<Op, S, false>
-        <<<grid, block_threads, 0, stream>>>(f, a, std::make_index_sequence<N>{});
+    flat_kernel<Op, S, false><<<grid, B, 0, stream>>>(f, a, std::make_index_sequence<N>{});
   } else {
     require_dims(c.layout.ndim, "arrayport.ops");
     a.ndim = c.layout.ndim;
