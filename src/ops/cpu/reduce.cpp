@@ -22,13 +22,12 @@ namespace {
 // dot's operands may differ in dtype and are converted as loaded; every other reduction's table
 // entry is that of its input's dtype, so it loads directly.
 template <class A>
-compute_t<A> load_any(const char* p, type_id t) {
-  if (t == type_id_of<A>) return load_direct(reinterpret_cast<const A*>(p));
-  return load_converting<A>(p, t);
-}
-template <class A>
 compute_t<A> load_at(const char* p) {
   return load_direct(reinterpret_cast<const A*>(p));
+}
+template <class A>
+compute_t<A> load_any(const char* p, type_id t) {
+  return t == type_id_of<A> ? load_at<A>(p) : load_converting<A>(p, t);
 }
 
 // Pairwise reduction of get(i), i in [lo, lo + n).
