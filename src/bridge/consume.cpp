@@ -5,7 +5,7 @@
 //   3. a CuPy ndarray from its struct, with __dlpack__'s stream semantics (cupy.hpp);
 //   4. a ready JAX array for a call-scoped read-only view, through its interface (jax.hpp);
 //   5. the buffer protocol (memoryview, bytes, array.array; NumPy arrays from their struct);
-//   6. __dlpack__ (versioned first, legacy on TypeError) (dlpack.hpp);
+//   6. __dlpack__ (versioned first, legacy on TypeError; JAX's exporter for JAX) (dlpack.hpp);
 //   7. __cuda_array_interface__ (v3, and PyTorch's v2) (cai.hpp).
 // Then the geometry and the caller's constraints are checked (checks.hpp). This file also holds
 // the C API's entries that reach the engine (python/api.h).

@@ -3,6 +3,7 @@
 #include "bridge/dlpack.hpp"
 
 #include "bridge/checks.hpp"
+#include "bridge/jax.hpp"
 
 #include <arrayport/dtype.hpp>
 #include <arrayport/python/api.hpp>
@@ -167,7 +168,8 @@ void from_dlpack(held& a, const python::constraints& c, PyObject* obj, const typ
   auto call = [&](bool cuda) -> PyObject* {
     PyObject* s = cuda ? dlpack_stream_arg(consumer) : (Py_INCREF(Py_None), Py_None);
     if (!s) throw python::error_already_set();
-    PyObject* capsule = call_dlpack(obj, s, legacy_only);
+    PyObject* capsule = type.jax ? jax_dlpack(obj, s) : nullptr;
+    if (!capsule) capsule = call_dlpack(obj, s, legacy_only);
     Py_DECREF(s);
     return capsule;
   };

@@ -1,4 +1,5 @@
-// JAX arrays that are ready, through their __cuda_array_interface__ (see jax.hpp for when).
+// JAX arrays that are ready, through their __cuda_array_interface__, and jaxlib's DLPack exporter
+// (see jax.hpp for when).
 #include "bridge/jax.hpp"
 
 #include "bridge/cai.hpp"
@@ -45,7 +46,58 @@ bool jax_pageable(const void* p) noexcept {
   return p && runtime::is_available() && !runtime::cuda_knows_pointer(p);
 }
 
+// jaxlib's exporter and the sharding of an array on one device, looked up once in the loaded
+// jaxlib (never imported here) and kept for good; state 1 found, -1 absent, 0 not yet asked.
+struct jaxlib_exporter {
+  PyObject* to_dlpack = nullptr;       // jaxlib._jax.buffer_to_dlpack_managed_tensor
+  PyTypeObject* one_device = nullptr;  // jaxlib._jax.SingleDeviceSharding
+  int state = 0;
+};
+
+const jaxlib_exporter& exporter() noexcept {
+  static jaxlib_exporter e;
+  if (e.state != 0) return e;
+  e.state = -1;
+  PyObject* name = PyUnicode_FromString("jaxlib._jax");
+  PyObject* module = name ? PyImport_GetModule(name) : nullptr;
+  Py_XDECREF(name);
+  PyObject* fn =
+      module ? PyObject_GetAttrString(module, "buffer_to_dlpack_managed_tensor") : nullptr;
+  PyObject* sharding = module ? PyObject_GetAttrString(module, "SingleDeviceSharding") : nullptr;
+  Py_XDECREF(module);
+  if (fn && PyCallable_Check(fn) && sharding && PyType_Check(sharding)) {
+    e.to_dlpack = fn;
+    e.one_device = reinterpret_cast<PyTypeObject*>(sharding);
+    e.state = 1;
+  } else {
+    Py_XDECREF(fn);
+    Py_XDECREF(sharding);
+  }
+  PyErr_Clear();
+  return e;
+}
+
 }  // namespace
+
+PyObject* jax_dlpack(PyObject* obj, PyObject* stream_arg) noexcept {
+  const jaxlib_exporter& e = exporter();
+  if (e.state < 0) return nullptr;
+  // The exporter reads the array's first shard whatever the rest: JAX's __dlpack__ refuses an
+  // array over several devices first, and so does this (by leaving it to __dlpack__).
+  static PyObject* const sharding_name = interned("sharding");
+  PyObject* sharding = sharding_name ? PyObject_GetAttr(obj, sharding_name) : nullptr;
+  const bool one_device = sharding && Py_TYPE(sharding) == e.one_device;
+  Py_XDECREF(sharding);
+  static PyObject* const kwnames = Py_BuildValue("(s)", "stream");
+  PyObject* capsule = nullptr;
+  if (one_device && kwnames) {
+    PyObject* args[3] = {nullptr, obj, stream_arg};
+    capsule =
+        PyObject_Vectorcall(e.to_dlpack, args + 1, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, kwnames);
+  }
+  if (!capsule) PyErr_Clear();
+  return capsule;
+}
 
 bool is_jax_array_type(PyTypeObject* type) noexcept {
   // nanobind gives the type its dotted name; without it, the module says.
