@@ -44,7 +44,9 @@ nb::dict runtime_info() {
   d["runtime_version"] = runtime::runtime_version();
   d["driver_version"] = runtime::driver_version();
 #ifdef ARRAYPORT_OPS_AVX2
-  d["cpu_kernels"] = ops::cpu::has_avx2() ? "AVX2" : "SSE2 (no AVX2: the flat loops unvectorised)";
+  d["cpu_kernels"] = ops::cpu::has_avx512() ? "AVX2, AVX-512 vector math"
+                     : ops::cpu::has_avx2() ? "AVX2"
+                                            : "SSE2 (no AVX2: the flat loops unvectorised)";
 #else
   d["cpu_kernels"] = "the compiler's baseline";
 #endif

@@ -1,5 +1,6 @@
-// Whether this CPU has AVX2, for the kernels' AVX2 twins: the build's baseline is SSE2, and a
-// twin compiled with target("avx2") is taken at run time where the CPU allows it.
+// Whether this CPU has AVX2 (AVX-512), for the kernels' AVX2 twins and the AVX-512 vector math:
+// the build's baseline is SSE2, and code compiled with target("avx2") or target("avx512f") is
+// taken at run time where the CPU allows it.
 #pragma once
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -18,6 +19,17 @@ inline bool has_avx2() noexcept {
     return (__builtin_cpu_init(), __builtin_cpu_supports("avx2") != 0);
   }();
   return avx2;
+}
+
+/// False without AVX2 (as above), where the CPU lacks AVX-512F, or ARRAYPORT_DISABLE_AVX512 is set
+/// (to a value other than 0).
+inline bool has_avx512() noexcept {
+  static const bool avx512 = [] {
+    const char* off = std::getenv("ARRAYPORT_DISABLE_AVX512");
+    if (!has_avx2() || (off && *off && *off != '0')) return false;
+    return __builtin_cpu_supports("avx512f") != 0;
+  }();
+  return avx512;
 }
 
 }  // namespace arrayport::ops::cpu

@@ -23,8 +23,14 @@ namespace arrayport::ops::cpu {
 namespace {
 
 // Below this many elements a call stays on the calling thread: waking the workers costs more
-// (docs/benchmarks.md, "Tuning constants of arrayport.ops").
-constexpr std::int64_t parallel_grain = std::int64_t(1) << 16;
+// (docs/benchmarks.md, "Tuning constants of arrayport.ops"). The transcendental functions and
+// power cost 0.3-20 ns an element instead of a fraction of one, so their calls split sooner.
+template <op_id Op>
+constexpr std::int64_t parallel_grain() noexcept {
+  const bool costly = Op == op_id::exp || Op == op_id::log || Op == op_id::sin ||
+                      Op == op_id::cos || Op == op_id::tanh || Op == op_id::power;
+  return std::int64_t(1) << (costly ? 13 : 16);
+}
 
 template <class A>
 struct array_get {
@@ -253,7 +259,7 @@ bool convert_contiguous(const ew_call& c) {
   const auto loop = [&](auto tag) {
     using In = typename decltype(tag)::type;
     const In* p = reinterpret_cast<const In*>(c.in[0].data);
-    parallel_for(c.size, parallel_grain, [&](std::int64_t b, std::int64_t e) {
+    parallel_for(c.size, parallel_grain<op_id::copy>(), [&](std::int64_t b, std::int64_t e) {
       // One rounding: what the strided path's load into S and store as S give.
       flat_loop(out, b, e, identity_fn{}, array_get<In>{p});
     });
@@ -278,13 +284,13 @@ void run_with(const ew_call& c, const F& f) {
     O* out = reinterpret_cast<O*>(c.out);
     const char* data[arity(Op)];
     for (int k = 0; k < arity(Op); ++k) data[k] = c.in[k].data;
-    parallel_for(c.size, parallel_grain, [&](std::int64_t b, std::int64_t e) {
+    parallel_for(c.size, parallel_grain<Op>(), [&](std::int64_t b, std::int64_t e) {
       flat_select<Op, S, 0>(c, data, out, b, e, f);
     });
   } else {
     if constexpr (Op == op_id::copy)
       if (convert_contiguous<S>(c)) return;
-    parallel_for(c.size, parallel_grain, [&](std::int64_t b, std::int64_t e) {
+    parallel_for(c.size, parallel_grain<Op>(), [&](std::int64_t b, std::int64_t e) {
       strided_chunk<Op, S>(c, f, b, e, std::make_index_sequence<arity(Op)>{});
     });
   }
@@ -293,13 +299,29 @@ void run_with(const ew_call& c, const F& f) {
 template <op_id Op, type_id T>
 void run(const ew_call& c) {
   using S = storage_t<T>;
-  if constexpr (has_vector_loop<S>(Op)) {
+  if constexpr (has_vector_loop<S>(Op) && arity(Op) == 1) {
     const vector_map<S> map = c.flat && c.in[0].data ? vector_math<S>(Op) : nullptr;
     if (map) {
       const S* x = reinterpret_cast<const S*>(c.in[0].data);
       S* y = reinterpret_cast<S*>(c.out);
-      parallel_for(c.size, parallel_grain,
+      parallel_for(c.size, parallel_grain<Op>(),
                    [&](std::int64_t b, std::int64_t e) { map(x + b, y + b, e - b); });
+      return;
+    }
+  } else if constexpr (has_vector_loop<S>(Op)) {
+    const vector_map2<S> map = c.flat ? vector_math2<S>(Op) : nullptr;
+    if (map) {
+      // A scalar operand (no data) is its converted value, repeated (a step of 0).
+      const auto at = [&](int k) {
+        const void* p = c.in[k].data ? static_cast<const void*>(c.in[k].data) : c.in[k].scalar;
+        return static_cast<const S*>(p);
+      };
+      const std::int64_t as = c.in[0].data ? 1 : 0, bs = c.in[1].data ? 1 : 0;
+      const S *a = at(0), *bv = at(1);
+      S* y = reinterpret_cast<S*>(c.out);
+      parallel_for(c.size, parallel_grain<Op>(), [&](std::int64_t b, std::int64_t e) {
+        map(a + b * as, as, bv + b * bs, bs, y + b, e - b);
+      });
       return;
     }
   }

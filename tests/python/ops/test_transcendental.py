@@ -1,12 +1,12 @@
 """exp, log, sin, cos, tanh and power where their implementations branch: complex arguments over
-every pairing of special components (C99 Annex G's cases), and float32 over the eight-lane
-vector loops' length edges with special values in every lane position.
+every pairing of special components (C99 Annex G's cases), and float32 and float64 over the
+vector loops' length edges (AVX2 and AVX-512 lanes) with special values in every lane position.
 
 On the CPU complex results are the C library's, as NumPy's: equal bit for bit up to NaN signs.
 On a GPU (libcu++, glibc's tanh algorithm) they must agree in which components are NaN or
-infinite and be within the dtype's tolerance elsewhere. float32 results are within 2e-6
-relative (the vector loops are libmvec's, NumPy's its own), with NaN and infinity where NumPy
-has them."""
+infinite and be within the dtype's tolerance elsewhere. float32 and float64 results are within
+2e-6 and 1e-12 relative (the vector loops are libmvec's, NumPy's its own), with NaN and infinity
+where NumPy has them."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ MEMORY = ["host"] + (["device", "managed"] if HAS_GPU else [])
 UNARY = ["exp", "log", "sin", "cos", "tanh"]
 COMPONENTS = [0.0, -0.0, 0.5, -0.5, 1.0, -2.0, 3.0, 30.0, -30.0, 100.0, 800.0, -800.0, 1e-40,
               np.inf, -np.inf, np.nan]
-RTOL = {"complex64": 2e-6, "complex128": 1e-12, "float32": 2e-6}
+RTOL = {"complex64": 2e-6, "complex128": 1e-12, "float32": 2e-6, "float64": 1e-12}
 
 
 def complex_grid(dtype):
@@ -91,21 +91,59 @@ def test_complex_power_at_special_bases_and_exponents_matches_numpy(dtype, memor
     assert_matches(got, want, dtype, memory)
 
 
+SPECIALS = {
+    "float32": [0.0, -0.0, np.inf, -np.inf, np.nan, -1.0, 1e-45, 88.8, -104.0, 1e30],
+    "float64": [0.0, -0.0, np.inf, -np.inf, np.nan, -1.0, 5e-324, 709.8, -745.2, 1e300],
+}
+
+
 @pytest.mark.parametrize("memory", MEMORY)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("name", UNARY)
-def test_float32_vector_loops_at_every_lane_edge_match_numpy(name, memory):
+def test_vector_loops_at_every_lane_edge_match_numpy(name, dtype, memory):
+    # Lanes: 8 (AVX2) and 16 (AVX-512) float32, 4 and 8 float64.
     rng = np.random.default_rng(7)
-    specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -1.0, 1e-45, 88.8, -104.0, 1e30],
-                        "float32")
-    for n in [1, 7, 8, 9, 15, 16, 17, 63, 64, 65, (1 << 16) - 1, (1 << 16) + 9]:
-        x = rng.uniform(-20, 20, n).astype("float32")
+    specials = np.array(SPECIALS[dtype], dtype)
+    for n in [1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, (1 << 16) - 1,
+              (1 << 16) + 9]:
+        x = rng.uniform(-20, 20, n).astype(dtype)
         at = rng.integers(0, n, size=min(n, 6))  # specials in assorted lanes, the tail's too
         x[at] = specials[rng.integers(0, specials.size, size=at.size)]
         with np.errstate(all="ignore"):
             want = getattr(np, name)(x)
-        assert_matches(getattr(ops, name)(placed(x, memory)), want, "float32", memory)
-        # In place from an address 4 bytes past a vector's: the loops load and store unaligned.
-        y = np.empty(n + 1, "float32")[1:]
+        assert_matches(getattr(ops, name)(placed(x, memory)), want, dtype, memory)
+        # In place from an address one element past a vector's: loads and stores are unaligned.
+        y = np.empty(n + 1, dtype)[1:]
         y[...] = x
         getattr(ops, name)(y, out=y)
-        assert_matches(y, want, "float32", "host")
+        assert_matches(y, want, dtype, "host")
+
+
+POWER_SPECIALS = [0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 0.5, -3.0, 3.0, np.inf, -np.inf, np.nan, 1e-30,
+                  1e30]
+
+
+@pytest.mark.parametrize("memory", MEMORY)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_float_power_at_every_lane_edge_matches_numpy(dtype, memory):
+    # Arrays on both sides and a scalar on either (the vector loop repeats it), over lengths
+    # around the lanes, with special bases and exponents (negative bases with integer exponents).
+    rng = np.random.default_rng(11)
+    specials = np.array(POWER_SPECIALS, dtype)
+    for n in [1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 65, (1 << 14) + 3]:
+        b = rng.uniform(-4, 4, n).astype(dtype)
+        e = rng.integers(-6, 7, n).astype(dtype) + (rng.random(n) < 0.5) * 0.5
+        for x in (b, e):
+            at = rng.integers(0, n, size=min(n, 6))
+            x[at] = specials[rng.integers(0, specials.size, size=at.size)]
+        with np.errstate(all="ignore"):
+            cases = [((b, e), np.power(b, e)), ((b, 2.5), np.power(b, dtype_scalar(2.5, dtype))),
+                     ((1.5, e), np.power(dtype_scalar(1.5, dtype), e))]
+        for (x, y), want in cases:
+            got = ops.power(placed(x, memory) if isinstance(x, np.ndarray) else x,
+                            placed(y, memory) if isinstance(y, np.ndarray) else y)
+            assert_matches(got, want, dtype, memory)
+
+
+def dtype_scalar(v, dtype):
+    return np.dtype(dtype).type(v)
