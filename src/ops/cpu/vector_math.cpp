@@ -100,7 +100,8 @@ constexpr int symbol_of(op_id op) noexcept {
     constexpr int W = Bytes / sizeof(T);                                                           \
     typedef T V __attribute__((vector_size(Bytes)));                                               \
     const auto f = reinterpret_cast<V (*)(V, V)>(functions().fn[K]);                               \
-    V va = V{} + *a, vb = V{} + *b;                                                                \
+    V va, vb; /* a scalar in every lane (not V{} + *a: 0.0 + -0.0 is 0.0) */                       \
+    for (int l = 0; l < W; ++l) va[l] = *a, vb[l] = *b;                                            \
     std::int64_t i = 0;                                                                            \
     for (; i + W <= n; i += W) {                                                                   \
       if (a_step) std::memcpy(&va, a + i, sizeof va);                                              \

@@ -137,12 +137,18 @@ def test_float_power_at_every_lane_edge_matches_numpy(dtype, memory):
             at = rng.integers(0, n, size=min(n, 6))
             x[at] = specials[rng.integers(0, specials.size, size=at.size)]
         with np.errstate(all="ignore"):
-            cases = [((b, e), np.power(b, e)), ((b, 2.5), np.power(b, dtype_scalar(2.5, dtype))),
-                     ((1.5, e), np.power(dtype_scalar(1.5, dtype), e))]
+            # Python scalars, -0.0 among them: repeated across the lanes with their sign.
+            cases = [((b, e), np.power(b, e))] + [
+                ((b, s), np.power(b, dtype_scalar(s, dtype))) for s in (2.5, -0.0, -1.0)] + [
+                ((s, e), np.power(dtype_scalar(s, dtype), e)) for s in (1.5, -0.0, -np.inf)]
         for (x, y), want in cases:
             got = ops.power(placed(x, memory) if isinstance(x, np.ndarray) else x,
                             placed(y, memory) if isinstance(y, np.ndarray) else y)
             assert_matches(got, want, dtype, memory)
+            if memory == "host":  # zeros and infinities keep NumPy's sign (NaNs' may differ)
+                signed = ~np.isnan(want)
+                np.testing.assert_array_equal(np.signbit(host(got))[signed],
+                                              np.signbit(want)[signed])
 
 
 def dtype_scalar(v, dtype):
