@@ -82,9 +82,10 @@ __attribute__((target("avx2"), always_inline)) inline V vector_at(const array_ge
 template <class V, class A>
 __attribute__((target("avx2"), always_inline)) inline V vector_at(const scalar_get<A>& g,
                                                                   std::int64_t) {
-  V v;  // the scalar in every lane (not V{} + g.v: 0.0 + -0.0 is 0.0)
-  for (std::size_t l = 0; l < sizeof v / sizeof g.v; ++l) v[l] = g.v;
-  return v;
+  // The scalar in every lane: x - 0.0 is x for every x, -0.0 included (V{} + x makes it 0.0), and
+  // compiles to a broadcast, which a loop over the lanes did not (clip of 2^16 floats: 19 -> 45
+  // us).
+  return g.v - V{};
 }
 
 // The op's mask (all ones where true) of one vector of each operand, as 32-byte integers.
@@ -153,7 +154,15 @@ __attribute__((target("avx2"), always_inline)) inline V select_of(V a, V b, V c 
   if constexpr (Op == op_id::clip) {
     return select_of<op_id::minimum>(select_of<op_id::maximum>(a, b), c);
   } else {
-    V m = Op == op_id::maximum ? (b > a ? b : a) : (a > b ? b : a);
+    // vmaxps/vminps (b, a): b where it is larger (smaller), else a, a also where either is NaN.
+    V m;
+    if constexpr (sizeof(a[0]) == 4) {
+      const __m256 x = reinterpret_cast<__m256>(a), y = reinterpret_cast<__m256>(b);
+      m = reinterpret_cast<V>(Op == op_id::maximum ? _mm256_max_ps(y, x) : _mm256_min_ps(y, x));
+    } else {
+      const __m256d x = reinterpret_cast<__m256d>(a), y = reinterpret_cast<__m256d>(b);
+      m = reinterpret_cast<V>(Op == op_id::maximum ? _mm256_max_pd(y, x) : _mm256_min_pd(y, x));
+    }
     m = b != b ? b : m;
     return a != a ? a : m;
   }
