@@ -21,13 +21,13 @@ inline bool has_avx2() noexcept {
   return avx2;
 }
 
-/// False without AVX2 (as above), where the CPU lacks AVX-512F, or ARRAYPORT_DISABLE_AVX512 is set
-/// (to a value other than 0).
+/// False without AVX2 (as above), where the CPU lacks AVX-512F and BW (every AVX-512 CPU but the
+/// Xeon Phi has both), or ARRAYPORT_DISABLE_AVX512 is set (to a value other than 0).
 inline bool has_avx512() noexcept {
   static const bool avx512 = [] {
     const char* off = std::getenv("ARRAYPORT_DISABLE_AVX512");
     if (!has_avx2() || (off && *off && *off != '0')) return false;
-    return __builtin_cpu_supports("avx512f") != 0;
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
   }();
   return avx512;
 }

@@ -183,6 +183,109 @@ __attribute__((target("avx2"))) std::int64_t select_loop_avx2(S* out, std::int64
   }
   return i;
 }
+
+// The same loops with AVX-512 (F and BW), 64 bytes a vector, where the CPU has it: NumPy's own
+// loops are AVX-512 there, and at 2^16 elements (in L2) the wider loads and stores set the pace
+// (float comparisons ran at 0.7-0.8x NumPy with AVX2).
+template <class V, class A>
+__attribute__((target("avx512f,avx512bw"), always_inline)) inline V vector512_at(
+    const array_get<A>& g, std::int64_t i) {
+  V v;
+  std::memcpy(&v, g.p + i, sizeof v);
+  return v;
+}
+template <class V, class A>
+__attribute__((target("avx512f,avx512bw"), always_inline)) inline V vector512_at(
+    const scalar_get<A>& g, std::int64_t) {
+  return g.v - V{};  // the scalar in every lane, as vector_at's
+}
+
+// The op's lane mask (a bit a lane) of one vector of each operand: mask_of's tests.
+template <op_id Op, class V>
+__attribute__((target("avx512f,avx512bw"), always_inline)) inline std::uint64_t mask512_of(
+    V a, V b = V{}) {
+  constexpr bool f32 = sizeof(a[0]) == 4;
+  if constexpr (Op == op_id::isinf || Op == op_id::isfinite) {
+    using U = std::conditional_t<f32, std::uint32_t, std::uint64_t>;
+    typedef U I __attribute__((vector_size(64)));
+    constexpr U sign = U(1) << (8 * sizeof(U) - 1);
+    constexpr U exponent = f32 ? U(0x7f800000u) : U(0x7ff0000000000000u);
+    const I bits = reinterpret_cast<I>(a);
+    const __m512i x =
+        reinterpret_cast<__m512i>(Op == op_id::isinf ? bits & ~sign : bits & exponent);
+    const __m512i e = reinterpret_cast<__m512i>(I{} + exponent);
+    if constexpr (f32)
+      return Op == op_id::isinf ? _mm512_cmpeq_epi32_mask(x, e) : _mm512_cmpneq_epi32_mask(x, e);
+    else
+      return Op == op_id::isinf ? _mm512_cmpeq_epi64_mask(x, e) : _mm512_cmpneq_epi64_mask(x, e);
+  } else {
+    constexpr int p = Op == op_id::equal        ? _CMP_EQ_OQ
+                      : Op == op_id::not_equal  ? _CMP_NEQ_UQ
+                      : Op == op_id::less       ? _CMP_LT_OQ
+                      : Op == op_id::less_equal ? _CMP_LE_OQ
+                                                : _CMP_UNORD_Q;  // isnan: a against itself
+    if constexpr (Op == op_id::isnan) b = a;
+    if constexpr (f32)
+      return _mm512_cmp_ps_mask(reinterpret_cast<__m512>(a), reinterpret_cast<__m512>(b), p);
+    else
+      return _mm512_cmp_pd_mask(reinterpret_cast<__m512d>(a), reinterpret_cast<__m512d>(b), p);
+  }
+}
+
+// mask_loop_avx2's elements, 64 a step: the vectors' masks joined into 64 bits, then a byte each.
+template <op_id Op, class S, class... G>
+__attribute__((target("avx512f,avx512bw"))) std::int64_t mask_loop_avx512(bool* out,
+                                                                          std::int64_t begin,
+                                                                          std::int64_t end,
+                                                                          const G&... get) {
+  typedef S V __attribute__((vector_size(64)));
+  constexpr int W = 64 / sizeof(S);
+  std::int64_t i = begin;
+  for (; i + 64 <= end; i += 64) {
+    std::uint64_t m = 0;
+    for (int k = 0; k < 64 / W; ++k)
+      m |= mask512_of<Op, V>(vector512_at<V>(get, i + W * k)...) << (W * k);
+    _mm512_storeu_si512(out + i, _mm512_maskz_set1_epi8(m, 1));
+  }
+  return i;
+}
+
+// select_of with AVX-512: vmaxps/vminps (b, a), then b where b is NaN, a where a is.
+template <op_id Op, class V>
+__attribute__((target("avx512f,avx512bw"), always_inline)) inline V select512_of(V a, V b,
+                                                                                 V c = V{}) {
+  if constexpr (Op == op_id::clip) {
+    return select512_of<op_id::minimum>(select512_of<op_id::maximum>(a, b), c);
+  } else {
+    V m;
+    if constexpr (sizeof(a[0]) == 4) {
+      const __m512 x = reinterpret_cast<__m512>(a), y = reinterpret_cast<__m512>(b);
+      m = reinterpret_cast<V>(Op == op_id::maximum ? _mm512_max_ps(y, x) : _mm512_min_ps(y, x));
+    } else {
+      const __m512d x = reinterpret_cast<__m512d>(a), y = reinterpret_cast<__m512d>(b);
+      m = reinterpret_cast<V>(Op == op_id::maximum ? _mm512_max_pd(y, x) : _mm512_min_pd(y, x));
+    }
+    m = b != b ? b : m;
+    return a != a ? a : m;
+  }
+}
+
+template <op_id Op, class S, class... G>
+__attribute__((target("avx512f,avx512bw"))) std::int64_t select_loop_avx512(S* out,
+                                                                            std::int64_t begin,
+                                                                            std::int64_t end,
+                                                                            const G&... get) {
+  typedef S V __attribute__((vector_size(64)));
+  constexpr int W = 64 / sizeof(S);
+  std::int64_t i = begin;
+  for (; i + 2 * W <= end; i += 2 * W) {
+    const V r0 = select512_of<Op, V>(vector512_at<V>(get, i)...);
+    const V r1 = select512_of<Op, V>(vector512_at<V>(get, i + W)...);
+    std::memcpy(out + i, &r0, sizeof r0);
+    std::memcpy(out + i + W, &r1, sizeof r1);
+  }
+  return i;
+}
 #endif
 
 // Picks an array or scalar getter per operand (outside the loop, so each loop is branch-free).
@@ -193,9 +296,12 @@ void flat_select(const ew_call& c, const char* const* data, O* out, std::int64_t
                  std::int64_t end, const F& f, const G&... get) {
   if constexpr (I == arity(Op)) {
 #ifdef ARRAYPORT_OPS_AVX2
-    if constexpr (has_mask_loop<Op, S, O>) begin = mask_loop_avx2<Op, S>(out, begin, end, get...);
+    if constexpr (has_mask_loop<Op, S, O>)
+      begin = has_avx512() ? mask_loop_avx512<Op, S>(out, begin, end, get...)
+                           : mask_loop_avx2<Op, S>(out, begin, end, get...);
     if constexpr (has_select_loop<Op, S, O>)
-      begin = select_loop_avx2<Op, S>(out, begin, end, get...);
+      begin = has_avx512() ? select_loop_avx512<Op, S>(out, begin, end, get...)
+                           : select_loop_avx2<Op, S>(out, begin, end, get...);
 #endif
     flat_loop(out, begin, end, f, get...);
   } else {

@@ -2,7 +2,8 @@
 where the flat AVX2 loop would run, the baseline reductions, no libmvec. The property sweep of
 every op against NumPy, the comparison loops and the transcendental functions run again in a
 child process with the switch set. ARRAYPORT_DISABLE_AVX512 likewise gives an AVX-512 CPU the
-AVX2 vector math (libmvec's AVX2 loops, the C library's float64 exp, log and power)."""
+AVX2 paths (libmvec's AVX2 loops, the C library's float64 exp, log and power, the AVX2 mask and
+select loops)."""
 
 from __future__ import annotations
 
@@ -48,10 +49,11 @@ def test_the_avx512_switch_leaves_avx2():
     assert kernels_in("0", "ARRAYPORT_DISABLE_AVX512") == kernels_in(None)
 
 
-def test_the_transcendental_functions_without_avx512_match_numpy():
+def test_the_avx2_loops_of_an_avx512_cpu_match_numpy():
+    files = ["test_transcendental.py", "test_comparison_loops.py"]
     r = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
-         str(HERE / "test_transcendental.py")],
+         *(str(HERE / f) for f in files)],
         cwd=ROOT, env=child_env("1", "ARRAYPORT_DISABLE_AVX512"), capture_output=True, text=True,
         timeout=600)
     assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-2000:]
