@@ -8,6 +8,7 @@ into out=, add allocating, sum, copy) with their bandwidth, and the sweep: every
 (integers of the same width for the bitwise ops), and on the GPU at 2^10 and 2^28 float32.
 
     python bench/bench_ops.py OUT_DIR [--quick] [--no-gpu] [--no-cpu] [--machine LABEL] [--name STEM]
+    python bench/bench_ops.py - --replot RESULTS.json   # the PNG again, from a JSON
 
 CPU timings alternate rounds of arrayport and NumPy (best of each), so that load from other work
 on a shared machine falls on both alike. --machine names the machine in the JSON (default: the
@@ -217,32 +218,8 @@ def gpu_cases(quick):
     return results + sweep_gpu(quick, peers, gpu_time, ap_sync)
 
 
-def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("out_dir", type=Path)
-    p.add_argument("--quick", action="store_true", help="fewer sizes (smoke test)")
-    p.add_argument("--no-gpu", action="store_true")
-    p.add_argument("--no-cpu", action="store_true")
-    p.add_argument("--machine", help="what the JSON names the machine (default: cores and CPU model)")
-    p.add_argument("--name", default="ops", help="output file stem (default: ops)")
-    args = p.parse_args()
-    info = ap.runtime_info()
-    results = []
-    if not args.no_cpu:
-        results += cpu_cases(args.quick) + sweep_cpu(args.quick)
-    if not args.no_gpu and info.get("cuda_available"):
-        results += gpu_cases(args.quick)
-    for r in results:
-        ratios = "  ".join(f"{k[6:]} {v:6.2f}x" for k, v in r.items() if k.startswith("ratio_"))
-        rate = f"{r['arrayport_GBps']:8.1f} GB/s" if "arrayport_GBps" in r else f"{r['dtype']:>13}"
-        print(f"{r['device']:3} {r['op']:16} n={r['n']:>10}  arrayport {r['arrayport_s'] * 1e6:10.2f} us"
-              f"  {rate}  {ratios}")
-    args.out_dir.mkdir(parents=True, exist_ok=True)
-    machine = args.machine or f"{os.cpu_count()} cores, {cpu_model()}"
-    doc = {"machine": machine, "cpu_model": cpu_model(), "cpu_count": os.cpu_count(),
-           "python": sys.version, "platform": platform.platform(), "numpy": np.__version__,
-           "arrayport": ap.__version__, "build": ap.build_info(), "runtime": info, "results": results}
-    (args.out_dir / f"{args.name}.json").write_text(json.dumps(doc, indent=2, default=str))
+def plot(results, machine: str, png: Path) -> None:
+    """The paths' bandwidth by size and the sweep's ratios at each device's largest size."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -276,9 +253,43 @@ def main() -> int:
         bx.set_xscale("log")
         bx.set_xlabel("peer time / arrayport time (> 1: arrayport faster; GPU: the faster peer)")
         bx.legend(fontsize=7)
-        fig.tight_layout(); fig.savefig(args.out_dir / f"{args.name}.png", dpi=120)
+        fig.tight_layout(); fig.savefig(png, dpi=120)
     except ImportError:
         pass
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("out_dir", type=Path)
+    p.add_argument("--quick", action="store_true", help="fewer sizes (smoke test)")
+    p.add_argument("--no-gpu", action="store_true")
+    p.add_argument("--no-cpu", action="store_true")
+    p.add_argument("--machine", help="what the JSON names the machine (default: cores and CPU model)")
+    p.add_argument("--name", default="ops", help="output file stem (default: ops)")
+    p.add_argument("--replot", type=Path, help="only draw the PNG of this JSON, beside it")
+    args = p.parse_args()
+    if args.replot:
+        doc = json.loads(args.replot.read_text())
+        plot(doc["results"], doc["machine"], args.replot.with_suffix(".png"))
+        return 0
+    info = ap.runtime_info()
+    results = []
+    if not args.no_cpu:
+        results += cpu_cases(args.quick) + sweep_cpu(args.quick)
+    if not args.no_gpu and info.get("cuda_available"):
+        results += gpu_cases(args.quick)
+    for r in results:
+        ratios = "  ".join(f"{k[6:]} {v:6.2f}x" for k, v in r.items() if k.startswith("ratio_"))
+        rate = f"{r['arrayport_GBps']:8.1f} GB/s" if "arrayport_GBps" in r else f"{r['dtype']:>13}"
+        print(f"{r['device']:3} {r['op']:16} n={r['n']:>10}  arrayport {r['arrayport_s'] * 1e6:10.2f} us"
+              f"  {rate}  {ratios}")
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    machine = args.machine or f"{os.cpu_count()} cores, {cpu_model()}"
+    doc = {"machine": machine, "cpu_model": cpu_model(), "cpu_count": os.cpu_count(),
+           "python": sys.version, "platform": platform.platform(), "numpy": np.__version__,
+           "arrayport": ap.__version__, "build": ap.build_info(), "runtime": info, "results": results}
+    (args.out_dir / f"{args.name}.json").write_text(json.dumps(doc, indent=2, default=str))
+    plot(results, machine, args.out_dir / f"{args.name}.png")
     print(f"wrote {args.out_dir / (args.name + '.json')}")
     return 0
 
