@@ -72,21 +72,25 @@ inline constexpr bool has_mask_loop =
     (Op == op_id::equal || Op == op_id::not_equal || Op == op_id::less || Op == op_id::less_equal ||
      Op == op_id::isnan || Op == op_id::isinf || Op == op_id::isfinite);
 
-template <class V, class A>
-__attribute__((target("avx2"), always_inline)) inline V vector_at(const array_get<A>& g,
-                                                                  std::int64_t i) {
-  V v;
-  std::memcpy(&v, g.p + i, sizeof v);
-  return v;
-}
-template <class V, class A>
-__attribute__((target("avx2"), always_inline)) inline V vector_at(const scalar_get<A>& g,
-                                                                  std::int64_t) {
-  // The scalar in every lane: x - 0.0 is x for every x, -0.0 included (V{} + x makes it 0.0), and
-  // compiles to a broadcast, which a loop over the lanes did not (clip of 2^16 floats: 19 -> 45
-  // us).
-  return g.v - V{};
-}
+// One vector of an operand's elements from i, or its scalar in every lane: x - 0.0 is x for every
+// x, -0.0 included (V{} + x makes it 0.0), and is a broadcast, which a loop over the lanes was not
+// (clip of 2^16 floats 19 -> 45 us). For AVX2 (vector_at) and AVX-512 (vector512_at), one text.
+#define ARRAYPORT_VECTOR_AT(Target, Name)                                              \
+  template <class V, class A>                                                          \
+  __attribute__((target(Target), always_inline)) inline V Name(const array_get<A>& g,  \
+                                                               std::int64_t i) {       \
+    V v;                                                                               \
+    std::memcpy(&v, g.p + i, sizeof v);                                                \
+    return v;                                                                          \
+  }                                                                                    \
+  template <class V, class A>                                                          \
+  __attribute__((target(Target), always_inline)) inline V Name(const scalar_get<A>& g, \
+                                                               std::int64_t) {         \
+    return g.v - V{};                                                                  \
+  }
+ARRAYPORT_VECTOR_AT("avx2", vector_at)
+ARRAYPORT_VECTOR_AT("avx512f,avx512bw", vector512_at)
+#undef ARRAYPORT_VECTOR_AT
 
 // The op's mask (all ones where true) of one vector of each operand, as 32-byte integers.
 template <op_id Op, class V>
@@ -147,59 +151,10 @@ inline constexpr bool has_select_loop = (std::is_same_v<S, float> ||
                                         (Op == op_id::maximum || Op == op_id::minimum ||
                                          Op == op_id::clip);
 
-// maximum_fn, minimum_fn and clip_fn of functors.hpp, lane by lane: a NaN in a, else one in b,
-// else the larger (smaller) of the two, a where they are equal.
-template <op_id Op, class V>
-__attribute__((target("avx2"), always_inline)) inline V select_of(V a, V b, V c = V{}) {
-  if constexpr (Op == op_id::clip) {
-    return select_of<op_id::minimum>(select_of<op_id::maximum>(a, b), c);
-  } else {
-    // vmaxps/vminps (b, a): b where it is larger (smaller), else a, a also where either is NaN.
-    V m;
-    if constexpr (sizeof(a[0]) == 4) {
-      const __m256 x = reinterpret_cast<__m256>(a), y = reinterpret_cast<__m256>(b);
-      m = reinterpret_cast<V>(Op == op_id::maximum ? _mm256_max_ps(y, x) : _mm256_min_ps(y, x));
-    } else {
-      const __m256d x = reinterpret_cast<__m256d>(a), y = reinterpret_cast<__m256d>(b);
-      m = reinterpret_cast<V>(Op == op_id::maximum ? _mm256_max_pd(y, x) : _mm256_min_pd(y, x));
-    }
-    m = b != b ? b : m;
-    return a != a ? a : m;
-  }
-}
-
-// Elements [begin, begin + 2Wk) of out; returns where the scalar loop takes over.
-template <op_id Op, class S, class... G>
-__attribute__((target("avx2"))) std::int64_t select_loop_avx2(S* out, std::int64_t begin,
-                                                              std::int64_t end, const G&... get) {
-  typedef S V __attribute__((vector_size(32)));
-  constexpr int W = 32 / sizeof(S);
-  std::int64_t i = begin;
-  for (; i + 2 * W <= end; i += 2 * W) {
-    const V r0 = select_of<Op, V>(vector_at<V>(get, i)...);
-    const V r1 = select_of<Op, V>(vector_at<V>(get, i + W)...);
-    std::memcpy(out + i, &r0, sizeof r0);
-    std::memcpy(out + i + W, &r1, sizeof r1);
-  }
-  return i;
-}
-
-// The same loops with AVX-512 (F and BW), 64 bytes a vector, where the CPU has it: NumPy's own
+// The mask loop with AVX-512 (F and BW), 64 bytes a vector, where the CPU has it: NumPy's own
 // loops are AVX-512 there, and at 2^16 elements (in L2) the wider loads and stores set the pace
-// (float comparisons ran at 0.7-0.8x NumPy with AVX2).
-template <class V, class A>
-__attribute__((target("avx512f,avx512bw"), always_inline)) inline V vector512_at(
-    const array_get<A>& g, std::int64_t i) {
-  V v;
-  std::memcpy(&v, g.p + i, sizeof v);
-  return v;
-}
-template <class V, class A>
-__attribute__((target("avx512f,avx512bw"), always_inline)) inline V vector512_at(
-    const scalar_get<A>& g, std::int64_t) {
-  return g.v - V{};  // the scalar in every lane, as vector_at's
-}
-
+// (float comparisons ran at 0.7-0.8x NumPy with AVX2). The select loop below has both widths.
+//
 // The op's lane mask (a bit a lane) of one vector of each operand: mask_of's tests.
 template <op_id Op, class V>
 __attribute__((target("avx512f,avx512bw"), always_inline)) inline std::uint64_t mask512_of(
@@ -250,42 +205,38 @@ __attribute__((target("avx512f,avx512bw"))) std::int64_t mask_loop_avx512(bool* 
   return i;
 }
 
-// select_of with AVX-512: vmaxps/vminps (b, a), then b where b is NaN, a where a is.
-template <op_id Op, class V>
-__attribute__((target("avx512f,avx512bw"), always_inline)) inline V select512_of(V a, V b,
-                                                                                 V c = V{}) {
-  if constexpr (Op == op_id::clip) {
-    return select512_of<op_id::minimum>(select512_of<op_id::maximum>(a, b), c);
-  } else {
-    V m;
-    if constexpr (sizeof(a[0]) == 4) {
-      const __m512 x = reinterpret_cast<__m512>(a), y = reinterpret_cast<__m512>(b);
-      m = reinterpret_cast<V>(Op == op_id::maximum ? _mm512_max_ps(y, x) : _mm512_min_ps(y, x));
-    } else {
-      const __m512d x = reinterpret_cast<__m512d>(a), y = reinterpret_cast<__m512d>(b);
-      m = reinterpret_cast<V>(Op == op_id::maximum ? _mm512_max_pd(y, x) : _mm512_min_pd(y, x));
-    }
-    m = b != b ? b : m;
-    return a != a ? a : m;
+// maximum_fn, minimum_fn and clip_fn of functors.hpp, lane by lane (a NaN in a, else one in b,
+// else the larger or smaller of the two, a where they are equal), and the loop over elements
+// [begin, begin + 2Wk) of out, which returns where the scalar loop takes over: one text for AVX2's
+// 32-byte vectors and AVX-512's 64-byte ones.
+#define ARRAYPORT_SELECT_LOOP(Target, Bytes, At)                                                \
+  template <op_id Op, class V>                                                                  \
+  __attribute__((target(Target), always_inline)) inline V select_##Bytes(V a, V b, V c = V{}) { \
+    if constexpr (Op == op_id::clip) {                                                          \
+      return select_##Bytes<op_id::minimum>(select_##Bytes<op_id::maximum>(a, b), c);           \
+    } else {                                                                                    \
+      V m = Op == op_id::maximum ? (b > a ? b : a) : (a > b ? b : a);                           \
+      m = b != b ? b : m;                                                                       \
+      return a != a ? a : m;                                                                    \
+    }                                                                                           \
+  }                                                                                             \
+  template <op_id Op, class S, class... G>                                                      \
+  __attribute__((target(Target))) std::int64_t select_loop_##Bytes(                             \
+      S* out, std::int64_t begin, std::int64_t end, const G&... get) {                          \
+    typedef S V __attribute__((vector_size(Bytes)));                                            \
+    constexpr int W = Bytes / sizeof(S);                                                        \
+    std::int64_t i = begin;                                                                     \
+    for (; i + 2 * W <= end; i += 2 * W) {                                                      \
+      const V r0 = select_##Bytes<Op, V>(At<V>(get, i)...);                                     \
+      const V r1 = select_##Bytes<Op, V>(At<V>(get, i + W)...);                                 \
+      std::memcpy(out + i, &r0, sizeof r0);                                                     \
+      std::memcpy(out + i + W, &r1, sizeof r1);                                                 \
+    }                                                                                           \
+    return i;                                                                                   \
   }
-}
-
-template <op_id Op, class S, class... G>
-__attribute__((target("avx512f,avx512bw"))) std::int64_t select_loop_avx512(S* out,
-                                                                            std::int64_t begin,
-                                                                            std::int64_t end,
-                                                                            const G&... get) {
-  typedef S V __attribute__((vector_size(64)));
-  constexpr int W = 64 / sizeof(S);
-  std::int64_t i = begin;
-  for (; i + 2 * W <= end; i += 2 * W) {
-    const V r0 = select512_of<Op, V>(vector512_at<V>(get, i)...);
-    const V r1 = select512_of<Op, V>(vector512_at<V>(get, i + W)...);
-    std::memcpy(out + i, &r0, sizeof r0);
-    std::memcpy(out + i + W, &r1, sizeof r1);
-  }
-  return i;
-}
+ARRAYPORT_SELECT_LOOP("avx2", 32, vector_at)
+ARRAYPORT_SELECT_LOOP("avx512f,avx512bw", 64, vector512_at)
+#undef ARRAYPORT_SELECT_LOOP
 #endif
 
 // Picks an array or scalar getter per operand (outside the loop, so each loop is branch-free).
@@ -300,8 +251,8 @@ void flat_select(const ew_call& c, const char* const* data, O* out, std::int64_t
       begin = has_avx512() ? mask_loop_avx512<Op, S>(out, begin, end, get...)
                            : mask_loop_avx2<Op, S>(out, begin, end, get...);
     if constexpr (has_select_loop<Op, S, O>)
-      begin = has_avx512() ? select_loop_avx512<Op, S>(out, begin, end, get...)
-                           : select_loop_avx2<Op, S>(out, begin, end, get...);
+      begin = has_avx512() ? select_loop_64<Op, S>(out, begin, end, get...)
+                           : select_loop_32<Op, S>(out, begin, end, get...);
 #endif
     flat_loop(out, begin, end, f, get...);
   } else {
