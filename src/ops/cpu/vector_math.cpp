@@ -126,32 +126,39 @@ ARRAYPORT_VECTOR_APPLY("avx2,fma", 32)
 ARRAYPORT_VECTOR_APPLY("avx512f,avx2,fma", 64)
 #undef ARRAYPORT_VECTOR_APPLY
 
-// The loop of entry K for T, of either width (nullptr where its arity is not the one asked for).
-template <class T, int K>
-constexpr vector_map<T> unary_loop(bool avx512) {
-  if constexpr (arity(vector_symbols[K].op) == 1) return avx512 ? &apply_64<T, K> : &apply_32<T, K>;
-  return nullptr;
-}
-template <class T, int K>
-constexpr vector_map2<T> binary_loop(bool avx512) {
-  if constexpr (arity(vector_symbols[K].op) == 2)
+// The loop of entry K for T as a Map (vector_map<T>: one argument, vector_map2<T>: two), of
+// either width; nullptr where the entry's arity is not Map's.
+template <class T, int K, class Map>
+constexpr Map loop_at(bool avx512) {
+  constexpr int args = std::is_same_v<Map, vector_map<T>> ? 1 : 2;
+  if constexpr (arity(vector_symbols[K].op) != args)
+    return nullptr;
+  else if constexpr (args == 1)
+    return avx512 ? &apply_64<T, K> : &apply_32<T, K>;
+  else
     return avx512 ? &apply2_64<T, K> : &apply2_32<T, K>;
-  return nullptr;
 }
 
-template <class T, int... K>
-vector_map<T> pick(int k, bool avx512, std::integer_sequence<int, K...>) {
-  constexpr vector_map<T> maps[2][n_symbols] = {{unary_loop<T, K>(false)...},
-                                                {unary_loop<T, K>(true)...}};
-  return maps[avx512][k];
-}
-template <class T, int... K>
-vector_map2<T> pick2(int k, bool avx512, std::integer_sequence<int, K...>) {
-  constexpr vector_map2<T> maps[2][n_symbols] = {{binary_loop<T, K>(false)...},
-                                                 {binary_loop<T, K>(true)...}};
+template <class T, class Map, int... K>
+Map pick(int k, bool avx512, std::integer_sequence<int, K...>) {
+  constexpr Map maps[2][n_symbols] = {{loop_at<T, K, Map>(false)...},
+                                      {loop_at<T, K, Map>(true)...}};
   return maps[avx512][k];
 }
 #endif
+
+// The Map of op for T where this CPU and C library have it, else nullptr.
+template <class T, class Map>
+Map lookup(op_id op) noexcept {
+#if defined(__x86_64__) && defined(__GNUC__)
+  const int k = symbol_of<T>(op);
+  if (k >= 0 && functions().fn[k])
+    return pick<T, Map>(k, functions().avx512[k], std::make_integer_sequence<int, n_symbols>{});
+#else
+  (void)op;
+#endif
+  return nullptr;
+}
 
 }  // namespace
 
@@ -169,26 +176,12 @@ static_assert(symbols_agree(), "vector_symbols and has_vector_loop name the same
 
 template <class T>
 vector_map<T> vector_math(op_id op) noexcept {
-#if defined(__x86_64__) && defined(__GNUC__)
-  const int k = symbol_of<T>(op);
-  if (k >= 0 && functions().fn[k])
-    return pick<T>(k, functions().avx512[k], std::make_integer_sequence<int, n_symbols>{});
-#else
-  (void)op;
-#endif
-  return nullptr;
+  return lookup<T, vector_map<T>>(op);
 }
 
 template <class T>
 vector_map2<T> vector_math2(op_id op) noexcept {
-#if defined(__x86_64__) && defined(__GNUC__)
-  const int k = symbol_of<T>(op);
-  if (k >= 0 && functions().fn[k])
-    return pick2<T>(k, functions().avx512[k], std::make_integer_sequence<int, n_symbols>{});
-#else
-  (void)op;
-#endif
-  return nullptr;
+  return lookup<T, vector_map2<T>>(op);
 }
 
 template vector_map2<float> vector_math2<float>(op_id) noexcept;
