@@ -83,14 +83,25 @@ inline void advise_huge_pages(void* p, std::size_t bytes) noexcept {
 class host_resource final : public memory_resource {
  public:
   host_resource() noexcept : memory_resource(memory_kind::host, -1) {}
+  // An aligned address inside a malloc block, the block's own address stored just below it:
+  // glibc's aligned_alloc splits off and frees a leading piece on every call (55 ns a 256-byte
+  // allocation and free, against malloc's 15), a third of a small op's allocation cost.
   void* allocate(std::size_t bytes, stream_handle) override {
+    constexpr std::size_t pad = allocation_alignment + sizeof(void*);
+    if (bytes > SIZE_MAX - 2 * pad) throw std::bad_alloc();
     const std::size_t size = round_up(bytes, allocation_alignment);
-    void* p = std::aligned_alloc(allocation_alignment, size);
-    if (!p) throw std::bad_alloc();
+    void* block = std::malloc(size + pad);
+    if (!block) throw std::bad_alloc();
+    const auto at =
+        round_up(reinterpret_cast<std::uintptr_t>(block) + sizeof(void*), allocation_alignment);
+    void* p = reinterpret_cast<void*>(at);
+    static_cast<void**>(p)[-1] = block;
     if (size >= huge_page_threshold) advise_huge_pages(p, size);
     return p;
   }
-  void deallocate(void* p, std::size_t, stream_handle) noexcept override { std::free(p); }
+  void deallocate(void* p, std::size_t, stream_handle) noexcept override {
+    if (p) std::free(static_cast<void**>(p)[-1]);
+  }
 };
 
 class device_resource final : public memory_resource {

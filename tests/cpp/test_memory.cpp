@@ -10,6 +10,8 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
+#include <new>
 #include <numeric>
 #include <set>
 #include <string>
@@ -65,6 +67,31 @@ TEST(Buffer, HostBufferIsAlignedWritableAndFreed) {
   b.reset();
   EXPECT_EQ(b.data(), nullptr);
   EXPECT_EQ(b.size(), 0u);
+}
+
+TEST(Buffer, HostBuffersOfEverySizeAreAlignedAndDistinct) {
+  // The block's own address sits below the aligned one: each buffer must be aligned, writable to
+  // its last byte without touching its neighbours, and freed back (ASan and the leak loops).
+  std::vector<arrayport::buffer> live;
+  for (std::size_t n : {1, 7, 8, 9, 255, 256, 257, 1000, 4096, 4097, 65536, 1 << 22}) {
+    SCOPED_TRACE(n);
+    for (int copy = 0; copy < 3; ++copy) {
+      live.emplace_back(n, memory_kind::host);
+      auto* p = static_cast<unsigned char*>(live.back().data());
+      EXPECT_TRUE(aligned(p));
+      std::memset(p, static_cast<int>(live.size()), n);
+    }
+  }
+  for (std::size_t i = 0; i < live.size(); ++i) {
+    const auto* p = static_cast<const unsigned char*>(live[i].data());
+    EXPECT_EQ(p[0], static_cast<unsigned char>(i + 1));
+    EXPECT_EQ(p[live[i].size() - 1], static_cast<unsigned char>(i + 1));
+  }
+}
+
+TEST(Buffer, HostSizesPastTheAddressSpaceAreBadAlloc) {
+  EXPECT_THROW(arrayport::buffer(SIZE_MAX, memory_kind::host), std::bad_alloc);
+  EXPECT_THROW(arrayport::buffer(SIZE_MAX - 200, memory_kind::host), std::bad_alloc);
 }
 
 TEST(Buffer, ZeroBytesAllocatesNothing) {
