@@ -230,6 +230,26 @@ ARRAYPORT_HOST_DEVICE constexpr layout_info measure_layout(const arrayport_view_
                         static_cast<std::int64_t>(dtype::from_c(v.dtype).itemsize()));
 }
 
+/// The axes from the largest |stride| to the smallest into `order` (ndim entries): the layout's
+/// memory order, outermost first, as NumPy's order 'K' reads it. Extents of 1 count as outermost;
+/// ties keep the axes' order. True where that is not C's order (0, 1, ..., ndim - 1).
+ARRAYPORT_HOST_DEVICE constexpr bool axis_order(const std::int64_t* shape,
+                                                const std::int64_t* strides, int ndim,
+                                                int* order) noexcept {
+  auto key = [&](int d) {
+    const auto s = static_cast<std::uint64_t>(strides[d]);
+    return shape[d] == 1 ? ~std::uint64_t(0) : strides[d] < 0 ? std::uint64_t(0) - s : s;
+  };
+  bool moved = false;
+  for (int i = 0; i < ndim; ++i) {  // insertion sort: stable, and ranks are small
+    int j = i;
+    for (; j > 0 && key(order[j - 1]) < key(i); --j) order[j] = order[j - 1];
+    order[j] = i;
+    moved = moved || j != i;
+  }
+  return moved;
+}
+
 /// Whether the strides nest: along the extents above 1, sorted by |stride|, each is nonzero and
 /// at least the span of the one below it, so no two indices reach one element (interleaved strides
 /// may be unique and still not nest: false). Any stride unit; true for a layout with no element.

@@ -4,7 +4,11 @@ Inputs (and ``out=``) are arrayport Arrays, Python scalars and any array that ``
 takes: the buffer protocol (NumPy, memoryview), ``__dlpack__`` and ``__cuda_array_interface__``
 (CuPy, PyTorch, JAX, Numba). The producer's pending work is ordered before the current stream.
 Results are Arrays in the inputs' memory kind and device; GPU work is enqueued on the calling
-thread's current stream (``with arrayport.cuda.Stream():``), the result's stream. An arrayport
+thread's current stream (``with arrayport.cuda.Stream():``), the result's stream. A new result of
+an element-wise op is laid out as NumPy's order 'K' lays it out: compact, its axes in the memory
+order of the first input of its full shape (a transposed input gives a transposed result, strides
+as NumPy's), C order otherwise; ``copy`` and ``astype`` give C-contiguous results (``.reshape``
+of an Array is for C-contiguous ones). An arrayport
 Array operand (or ``out=``) on another stream is waited for with an event, and its stream waits
 for the op in turn; a CPU op over pinned or managed memory waits for those streams first.
 

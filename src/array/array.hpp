@@ -38,12 +38,14 @@ extern PyTypeObject* array_type;
 
 inline bool is_array(PyObject* o) noexcept { return Py_TYPE(o) == array_type; }
 
-/// A new C-contiguous Array owning `storage` (the Array takes it over). `stream_owner` (from
+/// A new compact Array owning `storage` (the Array takes it over). `stream_owner` (from
 /// stream_owner() of array_internal.hpp) is kept until the memory is released on its stream.
-/// Returns a new reference.
+/// `strides` (in elements): a compact order of the axes other than C's (allocate_output's);
+/// nullptr: C order. Returns a new reference.
 nanobind::object make_owned_array(arrayport::buffer&& storage, arrayport::dtype dt,
                                   const std::int64_t* shape, int ndim,
-                                  nanobind::handle stream_owner = nanobind::handle());
+                                  nanobind::handle stream_owner = nanobind::handle(),
+                                  const std::int64_t* strides = nullptr);
 inline nanobind::object make_owned_array(arrayport::buffer&& storage, arrayport::dtype dt,
                                          const std::vector<std::int64_t>& shape,
                                          nanobind::handle stream_owner = nanobind::handle()) {

@@ -13,6 +13,7 @@
 
 #include <structmember.h>  // PyMemberDef, T_PYSSIZET, READONLY (Python < 3.12 spelling)
 
+#include <algorithm>
 #include <cstddef>
 #include <new>
 #include <string>
@@ -263,7 +264,7 @@ array_object* require_array(nb::handle h, const char* what) {
 }
 
 nb::object make_owned_array(buffer&& storage, dtype dt, const std::int64_t* shape, int ndim,
-                            nb::handle stream_owner) {
+                            nb::handle stream_owner, const std::int64_t* strides) {
   // The one allocation an Array owns holds all its nbytes: callers size it from the same check.
   const std::int64_t nbytes =
       check_layout("Array", shape, nullptr, ndim, static_cast<std::int64_t>(dt.itemsize())).nbytes;
@@ -284,7 +285,10 @@ nb::object make_owned_array(buffer&& storage, dtype dt, const std::int64_t* shap
   a->owned = owned;
   a->stream_owner = Py_XNewRef(stream_owner.ptr());
   for (int i = 0; i < ndim; ++i) a->extents[i] = shape[i];
-  compact_strides(shape, ndim, a->extents + ndim, static_cast<std::int64_t>(dt.itemsize()));
+  if (strides)
+    std::copy(strides, strides + ndim, a->extents + ndim);
+  else
+    compact_strides(shape, ndim, a->extents + ndim, static_cast<std::int64_t>(dt.itemsize()));
   return nb::steal(reinterpret_cast<PyObject*>(a));
 }
 

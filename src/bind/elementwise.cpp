@@ -235,6 +235,26 @@ bool through_temporary(const ew_operands& o) {
   return false;
 }
 
+// The result's axes from outermost to innermost in memory, as NumPy's order 'K' lays them out:
+// those of the first input of the result's full shape (no broadcast or zero stride), when they
+// are not in C order, so that a transposed input runs through the kernel as one flat run. False
+// for C order, and for copy and astype, whose results are C-contiguous.
+bool result_order(const ew_request& r, const ew_operands& o, const result_shape& s,
+                  int (&order)[ARRAYPORT_MAX_NDIM]) {
+  if (r.op == ops::op_id::copy || s.nd < 2) return false;
+  for (int d = 0; d < s.nd; ++d)
+    if (s.extents[d] == 0) return false;
+  for (int i = 0; i < o.n; ++i) {
+    if (o.is_scalar(i)) continue;
+    const strided_view& v = o.args[i].view;
+    bool full = v.ndim() == s.nd;
+    for (int d = 0; full && d < s.nd; ++d)
+      full = v.extent(d) == s.extents[d] && (v.extent(d) == 1 || v.stride(d) != 0);
+    if (full) return axis_order(v.c_view().shape, v.c_view().strides, s.nd, order);
+  }
+  return false;
+}
+
 void run_call(ops::ew_call& call, const ops::placement& where, ops::stream_ref stream) {
   if (release_gil(where, call.size)) {
     gil_release unlocked;
@@ -308,7 +328,9 @@ nb::object elementwise(const ew_request& r) {
   if (o.has_out && !via_temporary) {
     out_view = o.out().view;
   } else {
-    allocate_output(result, r.op_name, out_dt, s.extents, s.nd, where, cs.handle);
+    int order[ARRAYPORT_MAX_NDIM];
+    allocate_output(result, r.op_name, out_dt, s.extents, s.nd, where, cs.handle,
+                    result_order(r, o, s, order) ? order : nullptr);
     result.c.device = result.storage.dlpack_device();
     out_view = strided_view(result.c);
   }
@@ -317,14 +339,14 @@ nb::object elementwise(const ew_request& r) {
   run_call(call, where, stream);
   if (via_temporary) {
     const nb::object temporary = make_owned_array(std::move(result.storage), out_dt, s.extents,
-                                                  s.nd, current_stream_object());
+                                                  s.nd, current_stream_object(), result.c.strides);
     const operand source[] = {{temporary, "x"}};
     elementwise({ops::op_id::copy, r.op_name, source, r.out});
   }
   wait_before_release(o.held(), where, cs.handle);
   if (o.has_out) return nb::borrow(r.out);
   return make_owned_array(std::move(result.storage), out_dt, s.extents, s.nd,
-                          current_stream_object());
+                          current_stream_object(), result.c.strides);
 }
 
 nb::object elementwise_staged(const ew_request& r, int device, std::int64_t chunk_bytes) {

@@ -13,7 +13,7 @@ namespace nb = nanobind;
 namespace arrayport::ext {
 
 void allocate_output(output_holder& h, const char* op_name, dtype dt, const std::int64_t* shape,
-                     int nd, const ops::placement& where, stream_handle stream) {
+                     int nd, const ops::placement& where, stream_handle stream, const int* order) {
   const auto itemsize = static_cast<std::int64_t>(dt.itemsize());
   const layout_info l = measure_layout(shape, nullptr, nd, itemsize);  // count * itemsize
   if (!l.ok())
@@ -22,6 +22,11 @@ void allocate_output(output_holder& h, const char* op_name, dtype dt, const std:
                       ", 2^63 bytes or more");
   for (int i = 0; i < nd; ++i) h.extents[i] = shape[i];
   compact_strides(shape, nd, h.extents + nd, itemsize);
+  // Every partial product of the extents is at most their product (none is zero), checked above.
+  for (std::int64_t step = 1, k = order ? nd : 0; k-- > 0;) {
+    h.extents[nd + order[k]] = step;
+    step *= shape[order[k]];
+  }
   const auto bytes = static_cast<std::size_t>(l.nbytes);
   try {
     h.storage = buffer(bytes, where.out_kind, where.device, stream);

@@ -1,4 +1,4 @@
-// The result of an arrayport.ops call: a freshly allocated C-contiguous output.
+// The result of an arrayport.ops call: a freshly allocated compact output.
 #pragma once
 
 #include "ops/dispatch.hpp"
@@ -10,7 +10,7 @@
 
 namespace arrayport::ext {
 
-/// A fresh C-contiguous output and its view.
+/// A fresh compact output and its view.
 struct output_holder {
   buffer storage;
   arrayport_view_t c{};
@@ -19,8 +19,11 @@ struct output_holder {
 
 /// Allocates `h` for a result of `shape` and `dt` where `where` says, on `stream`. The size is
 /// checked first: broadcasting can make a result far larger than any input (shapes (2^40, 1) and
-/// (1, 2^40) of zero-stride inputs). Messages name `op_name`.
+/// (1, 2^40) of zero-stride inputs). `order`: the axes from outermost to innermost in memory (a
+/// permutation of 0..nd-1, for a shape without zero extents); nullptr: C order. Messages name
+/// `op_name`.
 void allocate_output(output_holder& h, const char* op_name, dtype dt, const std::int64_t* shape,
-                     int nd, const ops::placement& where, stream_handle stream);
+                     int nd, const ops::placement& where, stream_handle stream,
+                     const int* order = nullptr);
 
 }  // namespace arrayport::ext

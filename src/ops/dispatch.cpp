@@ -138,6 +138,25 @@ void collapse(int& ndim, std::int64_t* shape, std::int64_t (*strides)[K]) {
   ndim = w;
 }
 
+// Reorders the dimensions into the output's memory order (NumPy's iterator does the same), so
+// that a transposed output and inputs in its order collapse into one flat run (exp of a transposed
+// 2048^2 float32 array took 20x NumPy's time walked in C order). Left as is where the output
+// repeats elements (a zero stride): there the order decides which write lands.
+template <int K, int N>
+void order_by_output(int ndim, std::int64_t* shape, std::int64_t (*strides)[K]) {
+  for (int d = 0; d < ndim; ++d)
+    if (strides[0][d] == 0 && shape[d] != 1) return;
+  int perm[K];
+  if (ndim < 2 || !axis_order(shape, strides[0], ndim, perm)) return;
+  std::int64_t moved[K];
+  for (int d = 0; d < ndim; ++d) moved[d] = shape[perm[d]];
+  std::copy(moved, moved + ndim, shape);
+  for (int k = 0; k < N; ++k) {
+    for (int d = 0; d < ndim; ++d) moved[d] = strides[k][perm[d]];
+    std::copy(moved, moved + ndim, strides[k]);
+  }
+}
+
 // The storage bytes of 1 in each dtype, indexed by type_id.
 template <std::size_t... T>
 constexpr std::array<void (*)(unsigned char*), sizeof...(T)> one_writers(
@@ -209,6 +228,7 @@ void build_layout(ew_call& call, const strided_view& out, const std::int64_t* sh
     for (int d = 0; d < a.view.ndim(); ++d)
       L.strides[1 + i][off + d] = a.view.extent(d) == 1 ? 0 : a.view.stride(d) * item;
   }
+  order_by_output<ARRAYPORT_MAX_NDIM, max_inputs + 1>(L.ndim, L.shape, L.strides);
   collapse<ARRAYPORT_MAX_NDIM, max_inputs + 1>(L.ndim, L.shape, L.strides);
   if (L.ndim == 0) {  // one element: a 1-d layout of extent 1 keeps the kernels simple
     L.ndim = 1;

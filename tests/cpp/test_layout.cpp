@@ -281,6 +281,27 @@ TEST(Layout, CompactStridesAndContiguity) {
   EXPECT_TRUE(arrayport::is_contiguous(none, any, 2, false));
 }
 
+TEST(Layout, AxisOrderIsTheMemoryOrderOutermostFirst) {
+  int order[4] = {};
+  const std::int64_t shape[3] = {2, 3, 4};
+  const std::int64_t c[3] = {12, 4, 1}, f[3] = {1, 2, 6}, mixed[3] = {4, -1, 12};
+  EXPECT_FALSE(arrayport::axis_order(shape, c, 3, order));  // C order: nothing moves
+  EXPECT_EQ((std::vector<int>(order, order + 3)), (std::vector<int>{0, 1, 2}));
+  EXPECT_TRUE(arrayport::axis_order(shape, f, 3, order));
+  EXPECT_EQ((std::vector<int>(order, order + 3)), (std::vector<int>{2, 1, 0}));
+  EXPECT_TRUE(arrayport::axis_order(shape, mixed, 3, order));  // |stride|, largest first
+  EXPECT_EQ((std::vector<int>(order, order + 3)), (std::vector<int>{2, 0, 1}));
+  // extents of 1 count as outermost, ties keep the axes' order, and INT64_MIN has a magnitude
+  const std::int64_t ones[4] = {3, 1, 4, 1}, st[4] = {1, 99, 3, 0};
+  EXPECT_TRUE(arrayport::axis_order(ones, st, 4, order));
+  EXPECT_EQ((std::vector<int>(order, order + 4)), (std::vector<int>{1, 3, 2, 0}));
+  const std::int64_t two[2] = {2, 2}, tie[2] = {8, 8}, extreme[2] = {1, min64};
+  EXPECT_FALSE(arrayport::axis_order(two, tie, 2, order));
+  EXPECT_TRUE(arrayport::axis_order(two, extreme, 2, order));
+  EXPECT_EQ((std::vector<int>(order, order + 2)), (std::vector<int>{1, 0}));
+  EXPECT_FALSE(arrayport::axis_order(shape, c, 0, order));
+}
+
 TEST(Layout, ElementOffsetsAreChecked) {
   const std::int64_t index[2] = {2, 3}, st[2] = {-4, 1};
   std::int64_t offset = 0;
