@@ -138,12 +138,13 @@ void collapse(int& ndim, std::int64_t* shape, std::int64_t (*strides)[K]) {
   ndim = w;
 }
 
-// Reorders the dimensions into the output's memory order (NumPy's iterator does the same), so
-// that a transposed output and inputs in its order collapse into one flat run (exp of a transposed
-// 2048^2 float32 array took 20x NumPy's time walked in C order). Left as is where the output
+// Reorders the dimensions into the memory order of strides[0] (largest first), as NumPy's iterator
+// does: for an element-wise call the output's, so that a transposed output and inputs in its
+// order collapse into one flat run (exp of a transposed 2048^2 float32 array took 20x NumPy's time
+// walked in C order); for a reduction the input's reduced dimensions. Left as is where strides[0]
 // repeats elements (a zero stride): there the order decides which write lands.
 template <int K, int N>
-void order_by_output(int ndim, std::int64_t* shape, std::int64_t (*strides)[K]) {
+void order_by_first(int ndim, std::int64_t* shape, std::int64_t (*strides)[K]) {
   for (int d = 0; d < ndim; ++d)
     if (strides[0][d] == 0 && shape[d] != 1) return;
   int perm[K];
@@ -228,7 +229,7 @@ void build_layout(ew_call& call, const strided_view& out, const std::int64_t* sh
     for (int d = 0; d < a.view.ndim(); ++d)
       L.strides[1 + i][off + d] = a.view.extent(d) == 1 ? 0 : a.view.stride(d) * item;
   }
-  order_by_output<ARRAYPORT_MAX_NDIM, max_inputs + 1>(L.ndim, L.shape, L.strides);
+  order_by_first<ARRAYPORT_MAX_NDIM, max_inputs + 1>(L.ndim, L.shape, L.strides);
   collapse<ARRAYPORT_MAX_NDIM, max_inputs + 1>(L.ndim, L.shape, L.strides);
   if (L.ndim == 0) {  // one element: a 1-d layout of extent 1 keeps the kernels simple
     L.ndim = 1;
@@ -380,6 +381,10 @@ std::vector<std::int64_t> reduce_layout(reduce_call& call, const strided_view* c
     }
   }
   collapse<ARRAYPORT_MAX_NDIM, 2>(call.out_ndim, call.out_shape, call.out_strides);
+  // The reduced elements in the input's memory order (a transposed array: one contiguous run),
+  // except for argmin and argmax, whose first extreme is the first in C order.
+  if (!is_arg_reduce(call.op))
+    order_by_first<ARRAYPORT_MAX_NDIM, 2>(call.red_ndim, call.red_shape, call.red_strides);
   collapse<ARRAYPORT_MAX_NDIM, 2>(call.red_ndim, call.red_shape, call.red_strides);
   for (int k = 0; k < 2; ++k) {
     call.in[k] = k < n ? static_cast<const char*>(views[k]->data()) : nullptr;

@@ -1,0 +1,94 @@
+"""Reductions over layouts that take different CPU paths give the same bits.
+
+A reduction along a strided axis whose kept outputs lie side by side in memory (``sum(a, axis=0)``
+of a C-ordered matrix) runs a strip of neighbouring outputs at a time; the same outputs with the
+kept axis strided (``a[:, ::2]``, one output at a time) must give identical bits: both paths
+accumulate each output through the same pairwise tree and chunks. Swept by Hypothesis over the
+free-order reductions, the dtypes, row counts around the pairwise block (128) and the chunk
+(2^16), column counts around the strip widths, NaN and infinities among floats; every result is
+also NumPy's (exactly where NumPy is exact, within k * eps * sum(|terms|) for float sums).
+A full reduction of a transposed array runs in memory order; argmin and argmax keep C order.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import arrayport as ap
+from arrayport import ops
+from conftest import HAS_GPU
+from ops_reference import to_numpy as np_of
+from test_ops_properties import SETTINGS, values
+
+FREE_ORDER = ["sum", "mean", "min", "max", "prod", "any", "all"]
+DTYPES = ["bool", "uint8", "int32", "int64", "float32", "float64", "complex64", "complex128"]
+ROWS = st.one_of(st.integers(1, 300), st.sampled_from([127, 128, 129, 255, 256, 257,
+                                                        2**16 - 1, 2**16, 2**16 + 1]))
+COLS = st.one_of(st.integers(2, 40), st.sampled_from([63, 64, 65, 127, 128, 129]))
+
+
+def numpy_reduction(name, x, axis):
+    if name in ("min", "max") and x.dtype.kind == "c":
+        raise TypeError
+    with np.errstate(all="ignore"):
+        return getattr(np, name)(x, axis=axis)
+
+
+def assert_same_bits(a, b):
+    """Bit for bit (signed zeros too), up to the sign and payload of NaNs: a compiler may swap the
+    operands of a commutative add, and x86 passes on the first operand's NaN."""
+    nan = np.isnan(a) if a.dtype.kind in "fc" else np.zeros(a.shape, bool)
+    np.testing.assert_array_equal(nan, np.isnan(b) if b.dtype.kind in "fc" else nan)
+    np.testing.assert_array_equal(a[~nan].view(np.uint8), b[~nan].view(np.uint8))
+
+
+@SETTINGS
+@given(name=st.sampled_from(FREE_ORDER), dtype=st.sampled_from(DTYPES), rows=ROWS, cols=COLS,
+       special=st.booleans(), seed=st.integers(0, 2**32 - 1))
+def test_strips_and_single_outputs_give_the_same_bits(name, dtype, rows, cols, special, seed):
+    if rows * cols > 2**19:
+        cols = max(2, 2**19 // rows)
+    x = values(np.random.default_rng(seed), rows * 2 * cols, dtype, special).reshape(rows, 2 * cols)
+    strided = x[:, ::2]                    # kept axis strided: one output at a time
+    packed = np.ascontiguousarray(strided)  # kept axis contiguous: strips
+    try:
+        want = numpy_reduction(name, packed, 0)
+    except TypeError:
+        with pytest.raises(TypeError):
+            getattr(ops, name)(packed, axis=0)
+        return
+    a = np_of(getattr(ops, name)(strided, axis=0))
+    b = np_of(getattr(ops, name)(packed, axis=0))
+    assert a.dtype == b.dtype == want.dtype
+    assert_same_bits(a, b)
+    if want.dtype.kind not in "fc":
+        np.testing.assert_array_equal(b, want)
+    elif name in ("min", "max"):
+        np.testing.assert_array_equal(b, want)  # NaN where NumPy has NaN
+    elif name in ("sum", "mean") and not special:
+        # NumPy adds a column in order, arrayport pairwise: both within this bound of the truth.
+        terms = np.abs(packed.astype(want.dtype))
+        bound = 2 * (np.log2(rows) + 2) * np.finfo(want.dtype).eps * np.sum(terms, axis=0)
+        both = np.isfinite(b) & np.isfinite(want)
+        assert np.all(np.abs(b - want)[both] <= (bound / (rows if name == "mean" else 1))[both]
+                      + np.finfo(want.dtype).tiny)
+
+
+@pytest.mark.parametrize("container", ["numpy", "array"] + (["device"] if HAS_GPU else []))
+@pytest.mark.parametrize("name", FREE_ORDER + ["argmin", "argmax"])
+def test_full_reductions_of_transposed_arrays_match_numpy(name, container):
+    rng = np.random.default_rng(3)
+    x = np.round(rng.standard_normal((300, 200)) * 4).astype("float64")  # ties for argmin/max
+    x[7, 5] = x[2, 150] = 1000.0  # the maximum twice: x.T's C order meets [5, 7] first,
+    x[9, 3] = x[1, 160] = -1000.0  # memory order [150, 2]; the minimum likewise
+    source = {"numpy": x, "array": ap.view(x), "device": ap.copy(x, memory="device")
+              if container == "device" else None}[container]
+    got = getattr(ops, name)(source.T)
+    want = getattr(np, name)(x.T)
+    if name in ("sum", "mean", "prod"):
+        np.testing.assert_allclose(np_of(got), want, rtol=1e-12)
+    else:
+        assert np_of(got) == want
