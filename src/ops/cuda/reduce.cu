@@ -77,6 +77,43 @@ __global__ void segment_kernel(gpu_reduce_args a, std::int64_t chunks, std::int6
   }
 }
 
+// Outputs side by side in memory, each reduced along one strided axis (sum(a, axis=0) of a
+// C-ordered matrix): a block takes 32 neighbouring outputs (threadIdx.x, so that a warp reads 32
+// neighbours of a row at once) and rows [chunk * chunk_len, ...) split over threadIdx.y, combined
+// through shared memory. One block per output read a column a row at a time: 6x PyTorch's time.
+template <reduce_op Op, class In, class Acc, class Out>
+__global__ void column_kernel(gpu_reduce_args a, std::int64_t chunks, std::int64_t chunk_len,
+                              bool final, void* dst) {
+  using R = reducer_t<Op, Acc>;
+  constexpr int rows = block_threads / 32;
+  __shared__ alignas(Acc) unsigned char raw[sizeof(Acc) * rows * 32];  // Acc may have a ctor
+  Acc* part = reinterpret_cast<Acc*>(raw);
+  const R r{};
+  const std::int64_t tiles = (a.n_out + 31) / 32, step = a.red_strides[0][0];
+  for (std::int64_t b = blockIdx.x; b < tiles * chunks; b += gridDim.x) {
+    const std::int64_t o = b / chunks * 32 + threadIdx.x, c = b % chunks;
+    const std::int64_t lo = c * chunk_len;
+    const std::int64_t hi = lo + chunk_len < a.len ? lo + chunk_len : a.len;
+    Acc acc = R::identity();
+    if (o < a.n_out) {
+      const char* p = a.in[0] + offset_of(o, a.out_ndim, a.out_shape, a.out_strides[0]);
+      for (std::int64_t i = lo + threadIdx.y; i < hi; i += rows)
+        acc = r(acc,
+                to_acc_value<Op, Acc>(load_direct(reinterpret_cast<const In*>(p + i * step)), i));
+    }
+    part[threadIdx.y * 32 + threadIdx.x] = acc;
+    __syncthreads();
+    if (threadIdx.y == 0 && o < a.n_out) {
+      for (int y = 1; y < rows; ++y) acc = r(acc, part[y * 32 + threadIdx.x]);
+      if (final)
+        static_cast<Out*>(dst)[o] = finish<Op, Out>(acc, a.len);
+      else
+        static_cast<Acc*>(dst)[o * chunks + c] = acc;
+    }
+    __syncthreads();  // part is reused by the next iteration
+  }
+}
+
 // Second pass: output o from its `chunks` partials.
 template <reduce_op Op, class Acc, class Out>
 __global__ void combine_kernel(const Acc* partials, std::int64_t n_out, std::int64_t chunks,
@@ -331,6 +368,37 @@ void run(const reduce_call& c) {
   for (int d = 0; d < c.red_ndim; ++d) {
     a.red_shape[d] = c.red_shape[d];
     for (int k = 0; k < 2; ++k) a.red_strides[k][d] = c.red_strides[k][d];
+  }
+  if constexpr (Op != reduce_op::dot) {
+    constexpr auto item = std::int64_t(sizeof(In));
+    const int last = c.out_ndim - 1;
+    if (c.red_ndim == 1 && last >= 0 && c.in_types[0] == T && c.out_strides[0][last] == item &&
+        c.out_shape[last] >= 32 && c.red_strides[0][0] != item && c.len > 0) {
+      // Enough blocks to fill the GPU: the rows split into chunks where outputs are few.
+      const std::int64_t tiles = (c.n_out + 31) / 32;
+      std::int64_t chunks = tiles >= 1024 ? 1 : (1024 + tiles - 1) / tiles;
+      chunks = std::min<std::int64_t>({chunks, (c.len + 255) / 256, 64});
+      const std::int64_t chunk_len = (c.len + chunks - 1) / chunks;
+      const unsigned blocks =
+          static_cast<unsigned>(std::min<std::int64_t>(tiles * chunks, std::int64_t(1) << 20));
+      const dim3 threads(32, block_threads / 32);
+      if (chunks == 1) {
+        column_kernel<Op, In, Acc, Out>
+            <<<blocks, threads, 0, stream>>>(a, 1, chunk_len, true, c.out);
+      } else {
+        scratch partials(static_cast<std::size_t>(c.n_out * chunks) * sizeof(Acc), c.stream);
+        column_kernel<Op, In, Acc, Out>
+            <<<blocks, threads, 0, stream>>>(a, chunks, chunk_len, false, partials.p);
+        runtime::check_launch("arrayport.ops reduction kernel launch");
+        const unsigned out_blocks =
+            static_cast<unsigned>(c.n_out < (1 << 20) ? c.n_out : (1 << 20));
+        combine_kernel<Op, Acc, Out><<<out_blocks, block_threads, 0, stream>>>(
+            static_cast<const Acc*>(partials.p), c.n_out, chunks, c.len,
+            reinterpret_cast<Out*>(c.out));
+      }
+      runtime::check_launch("arrayport.ops reduction kernel launch");
+      return;
+    }
   }
   // Few outputs with long reductions: split each into chunks (pass 1) and combine (pass 2).
   std::int64_t chunks = 1;
