@@ -258,7 +258,8 @@ def squeeze(x: Any, /, axis: Union[int, Tuple[int, ...]]) -> Array:
     for i in axes:
         if a.shape[i] != 1:
             raise ValueError(f"squeeze: axis {i} has extent {a.shape[i]}, expected 1")
-    return a.reshape(tuple(n for i, n in enumerate(a.shape) if i not in axes))
+    # An index of 0 drops an axis of extent 1 from a view of any layout (reshape needs C order).
+    return a[tuple(0 if i in axes else slice(None) for i in range(a.ndim))]
 
 
 def broadcast_to(x: Any, /, shape: Tuple[int, ...]) -> Array:

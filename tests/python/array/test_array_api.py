@@ -96,6 +96,12 @@ def test_views_reshape_and_reorder_axes_as_numpy(shape, data, device):
     if ones:
         picked = tuple(data.draw(st.sets(st.sampled_from(ones), min_size=1)))
         np.testing.assert_array_equal(host(xp.squeeze(a, axis=picked)), n.squeeze(picked))
+        # The same axes of a permuted view (no longer C-contiguous): still a view, squeezed.
+        p = xp.permute_dims(a, tuple(perm))
+        moved = tuple(perm.index(i) for i in picked)
+        squeezed = xp.squeeze(p, axis=moved)
+        np.testing.assert_array_equal(host(squeezed), n.transpose(perm).squeeze(moved))
+        assert squeezed.size == 0 or squeezed.ptr == p.ptr
     if len(shape) >= 2:
         np.testing.assert_array_equal(host(xp.matrix_transpose(a)), np.swapaxes(n, -1, -2))
         np.testing.assert_array_equal(host(a.mT), np.swapaxes(n, -1, -2))
