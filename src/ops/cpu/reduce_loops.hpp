@@ -348,5 +348,121 @@ arg_pair<T> arg_contiguous(const T* p, std::int64_t lo, std::int64_t n) {
     if (p[i] == best) return {p[i], i};
 }
 
+// pairwise() down neighbouring columns, m vectors of them (up to column_bytes), row i at
+// p + i * step: each column accumulated operation for operation as pairwise() accumulates it
+// alone (the same bits), its eight lanes and the tree in vectors, a row's columns read in one
+// pass (pairwise() with a strip getter does not vectorise). sum adds; max and min are NumPy's
+// maximum and minimum as selects: a NaN operand first, the left one's before the right one's,
+// else the larger (smaller), the left one on ties.
+enum class column_op { sum, max, min };
+constexpr int column_bytes = 1024;  // a row's columns at once: 16 cache lines read in order
+
+// a = op(a, b). Vectors travel by reference: by value, a 32-byte vector crosses a function that
+// is not compiled for AVX (GCC's -Wpsabi).
+template <column_op Op, class V>
+__attribute__((always_inline)) inline void column_combine(V& a, const V& b) {
+  if constexpr (Op == column_op::sum) {
+    a = a + b;
+  } else {
+    const V m = (Op == column_op::max ? b > a : b < a) ? b : a;
+    const V n = b != b ? b : m;
+    a = a != a ? a : n;
+  }
+}
+
+template <column_op Op, class T, int Bytes>
+__attribute__((always_inline)) inline void column_pairwise_step(
+    const char* p, std::int64_t step, std::int64_t lo, std::int64_t n, int m, T* out,
+    void (*recurse)(const char*, std::int64_t, std::int64_t, std::int64_t, int, T*)) {
+  using V = typename vec<T, Bytes>::type;
+  constexpr int W = Bytes / int(sizeof(T)), max_m = column_bytes / Bytes;
+  const auto at = [&](std::int64_t i, int v) { return p + i * step + v * Bytes; };
+  if (n <= pairwise_block) {
+    constexpr T identity = Op == column_op::sum   ? T(0)
+                           : Op == column_op::max ? -std::numeric_limits<T>::infinity()
+                                                  : std::numeric_limits<T>::infinity();
+    V lane[8][max_m];
+    for (int k = 0; k < 8; ++k)
+      for (int v = 0; v < m; ++v) lane[k][v] = V{} + identity;  // +0 or an infinity: exact
+    std::int64_t i = 0;
+    V x;
+    for (; i + 8 <= n; i += 8)
+      for (int k = 0; k < 8; ++k) {
+#if defined(__GNUC__)
+        // Rows a page or more apart defeat the hardware prefetcher: ask for a later row.
+        if (i + k + 8 < n) __builtin_prefetch(p + (lo + i + k + 8) * step);
+#endif
+        for (int v = 0; v < m; ++v) {
+          std::memcpy(&x, at(lo + i + k, v), sizeof x);
+          column_combine<Op>(lane[k][v], x);
+        }
+      }
+    for (int v = 0; v < m; ++v) {
+      // pairwise()'s tree: ((0 1) (2 3)) ((4 5) (6 7)), then the rows left, in order.
+      V a = lane[0][v], b = lane[2][v], c = lane[4][v], d = lane[6][v];
+      column_combine<Op>(a, lane[1][v]);
+      column_combine<Op>(b, lane[3][v]);
+      column_combine<Op>(c, lane[5][v]);
+      column_combine<Op>(d, lane[7][v]);
+      column_combine<Op>(a, b);
+      column_combine<Op>(c, d);
+      column_combine<Op>(a, c);
+      for (std::int64_t r = i; r < n; ++r) {
+        std::memcpy(&x, at(lo + r, v), sizeof x);
+        column_combine<Op>(a, x);
+      }
+      std::memcpy(out + v * W, &a, sizeof a);
+    }
+    return;
+  }
+  std::int64_t half = n / 2;
+  half -= half % 8;
+  T a[max_m * W], b[max_m * W];
+  recurse(p, step, lo, half, m, a);
+  recurse(p, step, lo + half, n - half, m, b);
+  for (int v = 0; v < m; ++v) {
+    V va, vb;
+    std::memcpy(&va, a + v * W, sizeof va);
+    std::memcpy(&vb, b + v * W, sizeof vb);
+    column_combine<Op>(va, vb);
+    std::memcpy(out + v * W, &va, sizeof va);
+  }
+}
+
+template <column_op Op, class T>
+void column_pairwise_sse(const char* p, std::int64_t step, std::int64_t lo, std::int64_t n, int m,
+                         T* out) {
+  column_pairwise_step<Op, T, 16>(p, step, lo, n, m, out, &column_pairwise_sse<Op, T>);
+}
+
+#ifdef ARRAYPORT_OPS_AVX2
+template <column_op Op, class T>
+__attribute__((target("avx2"))) void column_pairwise_avx2(const char* p, std::int64_t step,
+                                                          std::int64_t lo, std::int64_t n, int m,
+                                                          T* out) {
+  column_pairwise_step<Op, T, 32>(p, step, lo, n, m, out, &column_pairwise_avx2<Op, T>);
+}
+#endif
+
+/// The columns in one of column_pairwise()'s vectors (AVX2's where the CPU has it).
+template <class T>
+int column_width() noexcept {
+#ifdef ARRAYPORT_OPS_AVX2
+  if (has_avx2()) return int(32 / sizeof(T));
+#endif
+  return int(16 / sizeof(T));
+}
+
+/// The pairwise sum, max or min of rows [lo, lo + n) of m * column_width<T>() columns at p (row i
+/// at p + i * step; m * column_width<T>() * sizeof(T) <= column_bytes), into out.
+template <column_op Op, class T>
+void column_pairwise(const char* p, std::int64_t step, std::int64_t lo, std::int64_t n, int m,
+                     T* out) {
+#ifdef ARRAYPORT_OPS_AVX2
+  if (has_avx2()) return column_pairwise_avx2<Op, T>(p, step, lo, n, m, out);
+#endif
+  column_pairwise_sse<Op, T>(p, step, lo, n, m, out);
+}
+
 }  // namespace
 }  // namespace arrayport::ops::cpu

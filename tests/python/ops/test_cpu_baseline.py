@@ -1,9 +1,9 @@
 """The CPU kernels as a CPU without AVX2 runs them (ARRAYPORT_DISABLE_AVX2 set): the strided loop
 where the flat AVX2 loop would run, the baseline reductions, no libmvec. The property sweep of
-every op against NumPy, the comparison loops and the transcendental functions run again in a
-child process with the switch set. ARRAYPORT_DISABLE_AVX512 likewise gives an AVX-512 CPU the
-AVX2 paths (libmvec's AVX2 loops, the C library's float64 exp, log and power, the AVX2 mask and
-select loops)."""
+every op against NumPy, the comparison loops, the transcendental functions and the column
+reductions (SSE2 vectors) run again in a child process with the switch set.
+ARRAYPORT_DISABLE_AVX512 likewise gives an AVX-512 CPU the AVX2 paths (libmvec's AVX2 loops, the
+C library's float64 exp, log and power, the AVX2 mask and select loops)."""
 
 from __future__ import annotations
 
@@ -61,7 +61,8 @@ def test_the_avx2_loops_of_an_avx512_cpu_match_numpy():
 
 
 def test_every_op_without_avx2_matches_numpy():
-    files = ["test_ops_properties.py", "test_comparison_loops.py", "test_transcendental.py"]
+    files = ["test_ops_properties.py", "test_comparison_loops.py", "test_transcendental.py",
+             "test_reduction_layouts.py"]
     r = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
          *(str(HERE / f) for f in files)],
