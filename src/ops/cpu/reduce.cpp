@@ -98,12 +98,10 @@ struct strip_reduce {
     strip<Acc, W> s;
     constexpr bool is_max = std::is_same_v<R, max_reduce<Acc>>;
     if constexpr (std::is_floating_point_v<Acc> && (is_max || std::is_same_v<R, min_reduce<Acc>>)) {
-      // maximum_fn / minimum_fn as selects the compiler vectorises: NaN first, then a's NaN.
+      // maximum_fn / minimum_fn as column_pairwise's selects, which the compiler vectorises.
       for (int j = 0; j < W; ++j) {
-        const Acc x = a.v[j], y = b.v[j];
-        const Acc m = (is_max ? y > x : y < x) ? y : x;
-        const Acc n = y != y ? y : m;
-        s.v[j] = x != x ? x : n;
+        s.v[j] = a.v[j];
+        column_combine<is_max ? column_op::max : column_op::min>(s.v[j], b.v[j]);
       }
     } else {
       for (int j = 0; j < W; ++j) s.v[j] = R{}(a.v[j], b.v[j]);
