@@ -308,6 +308,23 @@ void vector_reduce(const Load& load, const reduce_call& c) {
   runtime::check_launch("arrayport.ops reduction kernel launch");
 }
 
+// A first pass `launch(final, dst)` over `chunks` chunks of each output: with one chunk it writes
+// the results (final), else partials in scratch memory that combine_kernel finishes.
+template <reduce_op Op, class Acc, class Out, class Launch>
+void in_chunks(const reduce_call& c, std::int64_t chunks, const Launch& launch) {
+  if (chunks == 1) {
+    launch(true, c.out);
+  } else {
+    scratch partials(static_cast<std::size_t>(c.n_out * chunks) * sizeof(Acc), c.stream);
+    launch(false, partials.p);
+    runtime::check_launch("arrayport.ops reduction kernel launch");
+    const unsigned out_blocks = static_cast<unsigned>(c.n_out < (1 << 20) ? c.n_out : (1 << 20));
+    combine_kernel<Op, Acc, Out><<<out_blocks, block_threads, 0, to_stream(c.stream)>>>(
+        static_cast<const Acc*>(partials.p), c.n_out, chunks, c.len, reinterpret_cast<Out*>(c.out));
+  }
+  runtime::check_launch("arrayport.ops reduction kernel launch");
+}
+
 template <reduce_op Op, type_id T>
 void run(const reduce_call& c) {
   using Acc = acc_t<Op, T>;
@@ -382,22 +399,10 @@ void run(const reduce_call& c) {
       const unsigned blocks =
           static_cast<unsigned>(std::min<std::int64_t>(tiles * chunks, std::int64_t(1) << 20));
       const dim3 threads(32, block_threads / 32);
-      if (chunks == 1) {
+      return in_chunks<Op, Acc, Out>(c, chunks, [&](bool final, void* dst) {
         column_kernel<Op, In, Acc, Out>
-            <<<blocks, threads, 0, stream>>>(a, 1, chunk_len, true, c.out);
-      } else {
-        scratch partials(static_cast<std::size_t>(c.n_out * chunks) * sizeof(Acc), c.stream);
-        column_kernel<Op, In, Acc, Out>
-            <<<blocks, threads, 0, stream>>>(a, chunks, chunk_len, false, partials.p);
-        runtime::check_launch("arrayport.ops reduction kernel launch");
-        const unsigned out_blocks =
-            static_cast<unsigned>(c.n_out < (1 << 20) ? c.n_out : (1 << 20));
-        combine_kernel<Op, Acc, Out><<<out_blocks, block_threads, 0, stream>>>(
-            static_cast<const Acc*>(partials.p), c.n_out, chunks, c.len,
-            reinterpret_cast<Out*>(c.out));
-      }
-      runtime::check_launch("arrayport.ops reduction kernel launch");
-      return;
+            <<<blocks, threads, 0, stream>>>(a, chunks, chunk_len, final, dst);
+      });
     }
   }
   // Few outputs with long reductions: split each into chunks (pass 1) and combine (pass 2).
@@ -410,19 +415,10 @@ void run(const reduce_call& c) {
   const std::int64_t chunk_len = (c.len + chunks - 1) / chunks;
   const unsigned blocks =
       static_cast<unsigned>(c.n_out * chunks < (1 << 20) ? c.n_out * chunks : (1 << 20));
-  if (chunks == 1) {
+  in_chunks<Op, Acc, Out>(c, chunks, [&](bool final, void* dst) {
     segment_kernel<Op, In, Acc, Out>
-        <<<blocks, block_threads, 0, stream>>>(a, 1, chunk_len, true, c.out);
-  } else {
-    scratch partials(static_cast<std::size_t>(c.n_out * chunks) * sizeof(Acc), c.stream);
-    segment_kernel<Op, In, Acc, Out>
-        <<<blocks, block_threads, 0, stream>>>(a, chunks, chunk_len, false, partials.p);
-    runtime::check_launch("arrayport.ops reduction kernel launch");
-    const unsigned out_blocks = static_cast<unsigned>(c.n_out < (1 << 20) ? c.n_out : (1 << 20));
-    combine_kernel<Op, Acc, Out><<<out_blocks, block_threads, 0, stream>>>(
-        static_cast<const Acc*>(partials.p), c.n_out, chunks, c.len, reinterpret_cast<Out*>(c.out));
-  }
-  runtime::check_launch("arrayport.ops reduction kernel launch");
+        <<<blocks, block_threads, 0, stream>>>(a, chunks, chunk_len, final, dst);
+  });
 }
 
 struct kernels {
