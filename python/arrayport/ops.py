@@ -60,10 +60,7 @@ every array operand was host memory, ``out`` when given.
 
 from __future__ import annotations
 
-from typing import Any, Optional
-
 from . import _core, _pipeline
-from ._core import Array, view
 from ._core.ops import (
     abs,
     add,
@@ -105,6 +102,7 @@ from ._core.ops import (
     multiply,
     negative,
     not_equal,
+    power,
     prod,
     remainder,
     sin,
@@ -115,62 +113,6 @@ from ._core.ops import (
     tanh,
     where,
 )
-
-_INTEGERS = {"bool", "uint8", "int32", "int64"}
-
-
-def _integer_dtype(x: Any) -> Optional[str]:
-    """x's dtype name where x is an integer or bool operand, else None."""
-    if isinstance(x, bool):
-        return "bool"
-    if isinstance(x, int):
-        return "int64"
-    if isinstance(x, (float, complex)) or x is None:
-        return None
-    try:
-        dt = (x if isinstance(x, Array) else view(x)).dtype
-    except (TypeError, ValueError, BufferError):  # no array: the op itself says so, naming it
-        return None
-    # A NumPy dtype's kind first: its str() costs microseconds, which every float power paid.
-    if getattr(dt, "kind", "b") not in "biu":
-        return None
-    name = str(dt)
-    return name if name in _INTEGERS else None
-
-
-_INT_RANGES = {"uint8": (0, 2**8 - 1), "int32": (-(2**31), 2**31 - 1),
-               "int64": (-(2**63), 2**63 - 1)}
-
-
-def _int_out_of_range(x: Any, other: Optional[str]) -> bool:
-    """Whether x is a Python int that the other operand's integer dtype cannot hold."""
-    if not isinstance(x, int) or isinstance(x, bool) or other not in _INT_RANGES:
-        return False
-    lo, hi = _INT_RANGES[other]
-    return not lo <= x <= hi
-
-
-def power(x1: Any, x2: Any, *, out: Any = None, device: Any = None) -> Array:
-    """x1 ** x2, element-wise. Integers to negative integer powers are refused with
-    ValueError, as NumPy refuses them: an integer exponent array is checked first (its minimum;
-    on the GPU a reduction, waited for)."""
-    d1, d2 = _integer_dtype(x1), _integer_dtype(x2)
-    if _int_out_of_range(x1, d2) or _int_out_of_range(x2, d1):
-        pass  # NumPy's OverflowError for the Python int comes first: the op raises it
-    elif d1 is not None and d2 in ("int32", "int64"):
-        # NumPy raises as its loop meets a negative exponent: never for an empty result.
-        sizes = [view(x).size for x in (x1, x2) if not isinstance(x, int)]
-        if 0 in sizes:
-            negative = False
-        elif isinstance(x2, int):  # a uint8 array takes it as uint8: -1 is its OverflowError
-            negative = x2 < 0 and d1 != "uint8"
-        else:
-            negative = min(x2).item() < 0
-        if negative:
-            raise ValueError("power: integers to negative integer powers are not allowed "
-                             "(NumPy refuses them too; use a float exponent)")
-    return _core.ops.power(x1, x2, out=out, device=device)
-
 
 # The device= calls that C++ does not stage itself go to _pipeline.run: registered here, so that
 # the compiled module never imports its package.

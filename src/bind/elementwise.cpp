@@ -2,6 +2,7 @@
 // shape and out=, the type-erased call, then the launch (in place, staged, or via a temporary).
 #include "bind/elementwise.hpp"
 
+#include "bind/reduce.hpp"
 #include "bind/result.hpp"
 
 #include "array/array.hpp"
@@ -220,6 +221,33 @@ void start_call(ops::ew_call& call, const ew_request& r, const ew_operands& o, t
                    nullptr);
 }
 
+// NumPy refuses integers to negative integer powers (its loop raises on meeting one), so a signed
+// integer power is checked before the kernel: a Python int exponent by value, an array through
+// min (on the GPU a reduction waited for). An empty result has no element to raise on.
+void refuse_negative_exponents(const ew_request& r, const ew_operands& o, type_id compute,
+                               const result_shape& s) {
+  if (r.op != ops::op_id::power || (compute != type_id::int32 && compute != type_id::int64)) return;
+  for (int d = 0; d < s.nd; ++d)
+    if (s.extents[d] == 0) return;
+  const ops_arg& e = o.args[1];
+  bool negative = false;
+  if (o.is_scalar(1)) {
+    // Converted to the compute dtype already (start_call): a value out of range has raised.
+    negative = e.kind == weak_kind::int_ && PyLong_Check(o.holders[1].scalar) &&
+               PyLong_AsLongLong(o.holders[1].scalar) < 0;
+  } else {
+    const type_id t = ops::to_type_id(e.view.dtype());
+    if (t != type_id::int32 && t != type_id::int64) return;  // bool and uint8: none negative
+    const nb::object least =
+        reduce(ops::reduce_op::min, r.inputs[1].obj, nb::none(), nb::bool_(false), nb::none());
+    negative = nb::cast<long long>(least.attr("item")()) < 0;
+  }
+  if (negative)
+    throw value_error(std::string(r.op_name) +
+                      ": integers to negative integer powers are not allowed (NumPy refuses "
+                      "them too; use a float exponent)");
+}
+
 // out= overlapping an input other than element for element (out=x[1:] of add(x[:-1], 1)), or
 // an out= some of whose elements are one (a zero stride) over an input: the result goes to a
 // temporary first, then into out, as NumPy does.
@@ -318,6 +346,7 @@ nb::object elementwise(const ew_request& r) {
   const ops::placement where = ops::place(r.op_name, o.array_list(), stream);
   ops::ew_call call;
   start_call(call, r, o, compute);
+  refuse_negative_exponents(r, o, compute, s);
 
   if (o.has_out && where.on_gpu)
     require_distinct_out_elements(r.op_name, o.out().view,
@@ -363,6 +392,7 @@ nb::object elementwise_staged(const ew_request& r, int device, std::int64_t chun
   if (!where) return nb::object();
   ops::ew_call call;
   start_call(call, r, o, compute);
+  refuse_negative_exponents(r, o, compute, s);
   // Checked before the pinned result is allocated; it is allocated, and on an error released,
   // with the device asked for current.
   if (!inputs_fit_staging(o, s)) return nb::object();

@@ -43,8 +43,9 @@ constexpr entry<op_id> binary_ops[] = {
      "x1 // x2, element-wise (floored; integers: 0 for a zero divisor, as NumPy)."},
     {"remainder", op_id::remainder,
      "x1 % x2, element-wise (the sign of x2, as Python's; integers: 0 for a zero divisor)."},
-    // arrayport.ops.power (ops.py) refuses negative integer exponents first, as NumPy does.
-    {"power", op_id::power, "x1 ** x2, element-wise (complex: NumPy's integer-exponent rules)."},
+    {"power", op_id::power,
+     "x1 ** x2, element-wise (complex: NumPy's integer-exponent rules). Integers to negative "
+     "integer powers raise ValueError, as in NumPy."},
 };
 // x1 > x2 is x2 < x1: the same kernels with the operands swapped (NaN compares false either way).
 constexpr entry<op_id> swapped_ops[] = {
@@ -63,10 +64,12 @@ constexpr entry<op_id> unary_ops[] = {
     {"isinf", op_id::isinf, "Whether x is infinite, element-wise (bool)."},
     {"isfinite", op_id::isfinite, "Whether x is neither infinite nor NaN, element-wise (bool)."},
     {"exp", op_id::exp, "e ** x, element-wise (floats and complex; integers give floats)."},
-    {"log", op_id::log, "Natural logarithm, element-wise (floats and complex; integers give floats)."},
+    {"log", op_id::log,
+     "Natural logarithm, element-wise (floats and complex; integers give floats)."},
     {"sin", op_id::sin, "Sine, element-wise (floats and complex; integers give floats)."},
     {"cos", op_id::cos, "Cosine, element-wise (floats and complex; integers give floats)."},
-    {"tanh", op_id::tanh, "Hyperbolic tangent, element-wise (floats and complex; integers give floats)."},
+    {"tanh", op_id::tanh,
+     "Hyperbolic tangent, element-wise (floats and complex; integers give floats)."},
 };
 constexpr entry<reduce_op> reductions[] = {
     {"sum", reduce_op::sum, "Sum over axis (None: all), pairwise/tree accumulated."},

@@ -567,6 +567,13 @@ def test_clip_takes_scalars_and_out_of_range_bounds_as_numpy_does(x, lo, hi):
     (np.arange(3, dtype=np.int32), -1),
     (np.arange(3, dtype=np.uint8), -1),                      # -1 as uint8: OverflowError
     (np.arange(3), np.array([1.5])),                         # a float exponent: floats
+    (2, -1),                                                 # two Python ints
+    (np.int64(2), np.int32(-1)),                             # 0-d arrays
+    (np.array([True, False]), np.array([-1], np.int32)),
+    (np.arange(6).reshape(2, 3).T, np.array([[2, -1]])),     # views, the negative not first
+    (np.arange(6).reshape(2, 3).T, np.array([[2, 0]]).T[::-1].T),
+    (2**40, np.array([-1], np.int32)),                       # the base's OverflowError first
+    (np.arange(3, dtype=np.int32), np.array([0, 1, 2], np.uint8)),
 ])
 def test_power_refuses_negative_integer_exponents_only_where_numpy_meets_one(x1, x2):
     try:

@@ -195,6 +195,25 @@ def test_gpu_mixing_device_and_host_memory_is_an_error():
         ops.add(dev, np.ones(3, np.float32))
 
 
+@needs_gpu
+@pytest.mark.parametrize("memory", ["device", "managed"])
+def test_gpu_integer_power_refuses_a_negative_exponent_wherever_it_sits(memory):
+    # The exponents' minimum is a reduction on the GPU, waited for before the kernel runs.
+    base = np.arange(1, 7, dtype=np.int64).reshape(2, 3)
+    for k in range(6):
+        e = np.full(6, 2, np.int64)
+        e[k] = -1
+        e = e.reshape(2, 3)
+        transposed = to_gpu(e.T.copy(), memory).T
+        for x1, x2 in ((to_gpu(base, memory), to_gpu(e, memory)), (2, transposed)):
+            with pytest.raises(ValueError, match="^power: integers to negative integer powers"):
+                ops.power(x1, x2)
+        with pytest.raises(ValueError, match="^power: integers to negative integer powers"):
+            ops.power(base, e, device=0)
+    got = ops.power(to_gpu(base, memory), to_gpu(np.full((2, 3), 3, np.int32), memory))
+    np.testing.assert_array_equal(np.asarray(ap.copy(got, memory="host")), base**3)
+
+
 # ---- device=: the op on a GPU wherever its operands live ------------------------------------------
 
 
