@@ -77,6 +77,33 @@ def test_strips_and_single_outputs_give_the_same_bits(name, dtype, rows, cols, s
         assert np.all(np.abs(b[both] - want[both]) <= bound[both])
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", ["max", "min"])
+def test_column_extremes_meet_a_nan_at_every_row_and_signed_zero_ties(name, dtype):
+    # Column max/min first run a leaf of rows (up to 128) with one select and a record of NaNs,
+    # and run it again with NumPy's full rule where one went by: a NaN at each row of two leaves
+    # and the rows left after the last eight, in the first, a middle and the last column; the
+    # columns a multiple of the vector in blocks of 1 KiB of a row and a last, short one.
+    rows, cols = 263, 264
+    base = np.random.default_rng(5).uniform(-4, 4, (rows, cols)).astype(dtype)
+    for r in range(rows):
+        x = base.copy()
+        for c in (0, (r * 7) % cols, cols - 1):
+            x[r, c] = np.nan
+        got = np_of(getattr(ops, name)(x, axis=0))
+        want = getattr(np, name)(x, axis=0)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_array_equal(got, want)
+    # Ties of -0.0 and +0.0 (either is a right answer, and NumPy's pick varies with its SIMD
+    # lanes): the first row's zero, as one output at a time keeps it.
+    zeros = np.zeros((rows, 2 * cols), dtype)
+    zeros[np.random.default_rng(6).random((rows, 2 * cols)) < 0.5] = -0.0
+    packed = np.ascontiguousarray(zeros[:, ::2])
+    got = np_of(getattr(ops, name)(packed, axis=0))
+    assert_same_bits(got, np_of(getattr(ops, name)(zeros[:, ::2], axis=0)))
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(packed[0]))
+
+
 @pytest.mark.parametrize("container", ["numpy", "array"] + (["device"] if HAS_GPU else []))
 @pytest.mark.parametrize("name", FREE_ORDER + ["argmin", "argmax"])
 def test_full_reductions_of_transposed_arrays_match_numpy(name, container):
