@@ -12,6 +12,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -173,6 +174,80 @@ bool run_columns(const reduce_call& c, std::int64_t inner, std::int64_t step) {
   return true;
 }
 
+// The free_op of Op for an input T, where its result does not depend on the order: integer and
+// bool sums and products, integer max and min, any and all of integers and bools.
+template <reduce_op Op, type_id T>
+constexpr std::optional<free_op> free_op_of() noexcept {
+  if constexpr (!std::is_integral_v<storage_t<T>>) return std::nullopt;
+  switch (Op) {
+    case reduce_op::sum: return free_op::sum;
+    case reduce_op::prod: return free_op::prod;
+    case reduce_op::max: return T == type_id::bool_ ? std::nullopt : std::optional(free_op::max);
+    case reduce_op::min: return T == type_id::bool_ ? std::nullopt : std::optional(free_op::min);
+    case reduce_op::any: return free_op::any;
+    case reduce_op::all: return free_op::all;
+    default: return std::nullopt;
+  }
+}
+
+// run_strips' layout for the order-free reductions: blocks of up to 4 KiB of a row's accumulators,
+// rows read in memory order and combined with no tree (the strips' pairwise loop ran integer
+// column max at 0.5-0.65x NumPy). With fewer blocks than threads the rows are split too, and the
+// parts combined after.
+template <reduce_op Op, type_id T>
+void run_free_columns(const reduce_call& c, std::int64_t inner, std::int64_t step) {
+  using In = storage_t<T>;
+  using Acc = acc_t<Op, T>;
+  using Out = storage_t<reduce_result_type(Op, T)>;
+  constexpr free_op f = *free_op_of<Op, T>();
+  using A = free_acc_t<f, Acc>;
+  constexpr std::int64_t B = 4096 / std::int64_t(sizeof(A));
+  const std::int64_t per_row = (inner + B - 1) / B, tasks = c.n_out / inner * per_row;
+  const std::int64_t width = std::min(inner, B), threads = thread_count();
+  // Each part at least 2^15 elements: fewer are not worth a thread.
+  const std::int64_t parts =
+      tasks >= threads
+          ? 1
+          : std::clamp<std::int64_t>(c.len * width >> 15, 1, (threads + tasks - 1) / tasks);
+  const std::int64_t rows = (c.len + parts - 1) / parts;
+  auto block = [&](std::int64_t k, std::int64_t& o, int& w) {
+    const std::int64_t j0 = k % per_row * B;
+    o = k / per_row * inner + j0;
+    w = int(std::min(B, inner - j0));
+    return offset_of(c.in[0], out_offset(c, 0, o));
+  };
+  auto* out = reinterpret_cast<Out*>(c.out);
+  auto store = [&](std::int64_t o, int w, const A* acc) {
+    for (int j = 0; j < w; ++j) out[o + j] = finish<Op, Out>(static_cast<Acc>(acc[j]), c.len);
+  };
+  std::vector<A> partial(static_cast<std::size_t>(parts > 1 ? tasks * parts * B : 0));
+  const std::int64_t grain = std::max<std::int64_t>(1, (std::int64_t(1) << 15) / (rows * width));
+  parallel_for(tasks * parts, grain, [&](std::int64_t b, std::int64_t e) {
+    A local[B];
+    for (std::int64_t t = b; t < e; ++t) {
+      std::int64_t o;
+      int w;
+      const char* p = block(t / parts, o, w);
+      A* acc = parts > 1 ? &partial[std::size_t(t * B)] : local;
+      std::fill(acc, acc + w, free_identity<f, A>());
+      const std::int64_t lo = t % parts * rows;
+      free_rows<f, In>(p, step, lo, std::min(c.len, lo + rows), w, acc);
+      if (parts == 1) store(o, w, acc);
+    }
+  });
+  for (std::int64_t k = 0; parts > 1 && k < tasks; ++k) {
+    std::int64_t o;
+    int w;
+    block(k, o, w);
+    A* acc = &partial[std::size_t(k * parts * B)];
+    for (std::int64_t q = 1; q < parts; ++q) {
+      // One row of the parts' accumulators: the same combine as the rows'.
+      free_rows<f, A>(reinterpret_cast<const char*>(acc + q * B), 0, 0, 1, w, acc);
+    }
+    store(o, w, acc);
+  }
+}
+
 // Outputs along a contiguous kept dimension, each reduced along a strided one (sum(a, axis=0) of a
 // C-ordered matrix): W outputs at a time, each row's W elements loaded together, so the rows are
 // read in order instead of a column at a time (13x NumPy's time at 2048^2 float32). Each output
@@ -189,6 +264,20 @@ bool run_strips(const reduce_call& c) {
   const int last = c.out_ndim - 1;
   const std::int64_t inner = c.out_shape[last], step = c.red_strides[0][0];
   if (c.out_strides[0][last] != item || inner < 2 || step == 0 || step == item) return false;
+  if constexpr (free_op_of<Op, T>().has_value()) {
+    run_free_columns<Op, T>(c, inner, step);
+    return true;
+  }
+  if constexpr (is_complex(T) && (Op == reduce_op::sum || Op == reduce_op::mean)) {
+    // A complex sum adds its parts apart through the same tree: its columns are those of twice
+    // as many floats, with the same bits (the strips ran complex64 at 0.8x NumPy).
+    constexpr type_id F = T == type_id::complex64 ? type_id::float32 : type_id::float64;
+    reduce_call parts = c;
+    parts.n_out *= 2;
+    parts.out_shape[last] *= 2;
+    parts.out_strides[0][last] /= 2;
+    if (run_columns<Op, F>(parts, 2 * inner, step)) return true;
+  }
   if constexpr ((std::is_same_v<In, float> ||
                  std::is_same_v<In, double>)&&std::is_same_v<Acc, In> &&
                 (Op == reduce_op::sum || Op == reduce_op::mean || Op == reduce_op::max ||
@@ -294,8 +383,13 @@ void run(const reduce_call& c) {
                       (std::is_same_v<In, float> ||
                        std::is_same_v<In, double>)&&std::is_same_v<Acc, In>)
           return pairwise_sum(p + lo, n);
-        if constexpr (Op == reduce_op::sum && std::is_integral_v<Acc>)
-          return integer_sum<Acc>(p + lo, n);
+        if constexpr (Op == reduce_op::sum && std::is_same_v<In, bool>)
+          return bool_sum<Acc>(p + lo, n);
+        else if constexpr (free_op_of<Op, T>().has_value() && Op != reduce_op::any &&
+                           Op != reduce_op::all)
+          return static_cast<Acc>(
+              free_contiguous<*free_op_of<Op, T>(), In, free_acc_t<*free_op_of<Op, T>(), Acc>>(
+                  p + lo, n));
         if constexpr ((Op == reduce_op::any || Op == reduce_op::all) && (std::is_arithmetic_v<In>))
           return truth_contiguous<Op == reduce_op::all>(p + lo, n);
         if constexpr (is_arg_reduce(Op) && std::is_arithmetic_v<In> && !std::is_same_v<In, bool>)

@@ -3,7 +3,8 @@ where the flat AVX2 loop would run, the baseline reductions, no libmvec. The pro
 every op against NumPy, the comparison loops, the transcendental functions and the column
 reductions (SSE2 vectors) run again in a child process with the switch set.
 ARRAYPORT_DISABLE_AVX512 likewise gives an AVX-512 CPU the AVX2 paths (libmvec's AVX2 loops, the
-C library's float64 exp, log and power, the AVX2 mask and select loops)."""
+C library's float64 exp, log and power, the AVX2 mask and select loops, the AVX2 integer
+column extremes)."""
 
 from __future__ import annotations
 
@@ -50,7 +51,7 @@ def test_the_avx512_switch_leaves_avx2():
 
 
 def test_the_avx2_loops_of_an_avx512_cpu_match_numpy():
-    files = ["test_transcendental.py", "test_comparison_loops.py"]
+    files = ["test_transcendental.py", "test_comparison_loops.py", "test_reduction_layouts.py"]
     r = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
          *(str(HERE / f) for f in files)],

@@ -77,6 +77,51 @@ def test_strips_and_single_outputs_give_the_same_bits(name, dtype, rows, cols, s
         assert np.all(np.abs(b[both] - want[both]) <= bound[both])
 
 
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+@pytest.mark.parametrize("name", ["sum", "mean"])
+def test_complex_columns_sum_their_parts_with_one_outputs_bits(name, dtype):
+    # Complex columns run as twice as many float columns: the bits of one output at a time,
+    # through the pairwise leaf, its recursion and the chunks of 2^16 rows.
+    rng = np.random.default_rng(12)
+    for rows, cols in [(2, 4), (9, 64), (300, 132), (70_001, 4)]:
+        x = (rng.uniform(-4, 4, (rows, 2 * cols)) + 1j * rng.uniform(-4, 4, (rows, 2 * cols)))
+        x = x.astype(dtype)
+        x[rng.random(x.shape) < 0.01] = np.nan + 1j * np.inf
+        packed = np.ascontiguousarray(x[:, ::2])
+        got = np_of(getattr(ops, name)(packed, axis=0))
+        assert got.dtype == np.dtype(dtype)
+        assert_same_bits(got, np_of(getattr(ops, name)(x[:, ::2], axis=0)))
+        with np.errstate(all="ignore"):
+            want = getattr(np, name)(packed, axis=0)
+        np.testing.assert_allclose(got, want, rtol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "int32", "int64"])
+@pytest.mark.parametrize("name", ["sum", "prod", "max", "min", "any", "all"])
+def test_integer_columns_in_any_order_are_numpys_exactly(name, dtype):
+    # Integer and bool sums, products, extremes and any/all do not depend on the order, so their
+    # columns are read a row at a time with no tree, and long ones in parts that threads combine:
+    # full-range values (sums and products wrap as NumPy's do), blocks of 4 KiB of accumulators
+    # and a short one, columns of 2 to 70,001 rows, a 3-d array reduced along its middle axis.
+    rng = np.random.default_rng(11)
+    for shape, axis in [((2, 3), 0), ((9, 4097), 0), ((130, 513), 0), ((70_001, 2), 0),
+                        ((4099, 129), 0), ((5, 300, 66), 1), ((2, 2**17 + 3, 3), 1)]:
+        if dtype == "bool":
+            x = rng.random(shape) < (0.999 if name == "all" else 0.001 if name == "any" else 0.5)
+        else:
+            info = np.iinfo(dtype)
+            x = rng.integers(info.min, info.max, shape, dtype=dtype, endpoint=True)
+            if name in ("any", "all"):
+                x[rng.random(shape) < 0.3] = 0
+        try:
+            want = numpy_reduction(name, x, axis)
+        except TypeError:
+            continue
+        got = np_of(getattr(ops, name)(x, axis=axis))
+        assert got.dtype == want.dtype, (shape, got.dtype, want.dtype)
+        np.testing.assert_array_equal(got, want, err_msg=str(shape))
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("name", ["max", "min"])
 def test_column_extremes_meet_a_nan_at_every_row_and_signed_zero_ties(name, dtype):
