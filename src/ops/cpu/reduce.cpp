@@ -1,5 +1,6 @@
 // CPU reductions: pairwise accumulation (blocks of 128 in 8 independent lanes, halves combined
-// recursively, as NumPy does), over outputs in parallel or, for few outputs, over chunks of each.
+// recursively, as NumPy does), over outputs in parallel or, for few outputs, over chunks of each;
+// integer reductions whose result does not depend on the order, in memory order.
 #include "ops/elementwise.hpp"
 #include "ops/kernels.hpp"
 #include "ops/cpu/cpu_features.hpp"

@@ -1,6 +1,7 @@
 // The CPU reductions' loops over contiguous memory: min/max with NaN tracked apart, sums and dot
-// products pairwise in vector lanes, counts of nonzero bytes, any/all and argmin/argmax, in
-// GCC/Clang vectors (SSE2 or NEON, AVX2 where the CPU has it). Included by reduce.cpp alone.
+// products pairwise in vector lanes, columns of them, counts of nonzero bytes, any/all,
+// argmin/argmax, and the order-free integer reductions, in GCC/Clang vectors (SSE2 or NEON, AVX2
+// where the CPU has it). Included by reduce.cpp alone.
 #pragma once
 
 #include "ops/reduce.hpp"
