@@ -77,6 +77,37 @@ def test_strips_and_single_outputs_give_the_same_bits(name, dtype, rows, cols, s
         assert np.all(np.abs(b[both] - want[both]) <= bound[both])
 
 
+@pytest.mark.parametrize("dtype", ["uint8", "int32", "int64", "float32", "float64"])
+@pytest.mark.parametrize("name", ["argmax", "argmin"])
+def test_contiguous_arg_extremes_at_every_position(name, dtype):
+    # A contiguous run is searched a block of 2048 at a time for its extreme, then that block 64
+    # bytes at a time for its first index: the extreme alone, twice (the first wins), and a NaN
+    # (the first NaN wins) at every position of rows across those edges.
+    rng = np.random.default_rng(13)
+    extreme = 120 if name == "argmax" else 1
+    for n in (1, 15, 64, 65, 2047, 2049, 4160):
+        base = rng.integers(10, 100, n).astype(dtype)
+        spots = sorted(set(range(0, n, max(1, n // 97))) | {n - 1} | set(range(min(n, 70))))
+        rows = []
+        for i in spots:
+            x = base.copy()
+            x[i] = extreme
+            rows.append(x)
+            if i + 37 < n:  # a tie after it
+                y = x.copy()
+                y[i + 37] = x[i]
+                rows.append(y)
+            if dtype.startswith("float") and i + 5 < n:  # a NaN after it
+                z = x.copy()
+                z[i + 5] = z[(i + 9) % n] = np.nan
+                rows.append(z)
+        m = np.stack(rows)
+        np.testing.assert_array_equal(np_of(getattr(ops, name)(m, axis=1)),
+                                      getattr(np, name)(m, axis=1))
+        for x in rows[::7]:
+            assert np_of(getattr(ops, name)(x)) == getattr(np, name)(x)
+
+
 @pytest.mark.parametrize("dtype", ["complex64", "complex128"])
 @pytest.mark.parametrize("name", ["sum", "mean"])
 def test_complex_columns_sum_their_parts_with_one_outputs_bits(name, dtype):
