@@ -76,6 +76,16 @@ inline const char* offset_of(const char* base, std::int64_t off) noexcept {
                                        static_cast<std::uintptr_t>(off));
 }
 
+// Outputs along a contiguous kept dimension of `inner`, taken `width` of a row at a time: block k's
+// first output o, its width w, and the address of its first row (run_strips and its columns).
+inline const char* output_block(const reduce_call& c, std::int64_t inner, std::int64_t width,
+                                std::int64_t k, std::int64_t& o, std::int64_t& w) {
+  const std::int64_t per_row = (inner + width - 1) / width, j0 = k % per_row * width;
+  o = k / per_row * inner + j0;
+  w = std::min(width, inner - j0);
+  return offset_of(c.in[0], out_offset(c, 0, o));
+}
+
 // Every reduction is chunked the same way whatever the path or thread count: up to 2^16 elements
 // pairwise, longer ones in fixed chunks of 2^16 (multiples of the pairwise block) combined
 // pairwise. dot reads two operands: its chunks are 2^14, so from 2^15 pairs on it uses two
@@ -129,10 +139,10 @@ bool run_columns(const reduce_call& c, std::int64_t inner, std::int64_t step) {
   const std::int64_t chunk = chunk_of_op(Op), chunks = (c.len + chunk - 1) / chunk;
   // Block k: its first output, its vectors, and where its first row starts.
   auto block = [&](std::int64_t k, std::int64_t& o, int& m) {
-    const std::int64_t j0 = k % per_row * B;
-    o = k / per_row * inner + j0;
-    m = int(std::min(B, inner - j0) / vw);
-    return offset_of(c.in[0], out_offset(c, 0, o));
+    std::int64_t w;
+    const char* p = output_block(c, inner, B, k, o, w);
+    m = int(w / vw);
+    return p;
   };
   auto* out = reinterpret_cast<Out*>(c.out);
   if (chunks <= 1) {
@@ -212,10 +222,10 @@ void run_free_columns(const reduce_call& c, std::int64_t inner, std::int64_t ste
           : std::clamp<std::int64_t>(c.len * width >> 15, 1, (threads + tasks - 1) / tasks);
   const std::int64_t rows = (c.len + parts - 1) / parts;
   auto block = [&](std::int64_t k, std::int64_t& o, int& w) {
-    const std::int64_t j0 = k % per_row * B;
-    o = k / per_row * inner + j0;
-    w = int(std::min(B, inner - j0));
-    return offset_of(c.in[0], out_offset(c, 0, o));
+    std::int64_t width_k;
+    const char* p = output_block(c, inner, B, k, o, width_k);
+    w = int(width_k);
+    return p;
   };
   auto* out = reinterpret_cast<Out*>(c.out);
   auto store = [&](std::int64_t o, int w, const A* acc) {
@@ -247,6 +257,14 @@ void run_free_columns(const reduce_call& c, std::int64_t inner, std::int64_t ste
     }
     store(o, w, acc);
   }
+}
+
+// An order-free reduction of n contiguous values (free_contiguous in Op's accumulator).
+template <reduce_op Op, type_id T>
+acc_t<Op, T> free_total(const storage_t<T>* p, std::int64_t n) {
+  constexpr free_op f = *free_op_of<Op, T>();
+  return static_cast<acc_t<Op, T>>(
+      free_contiguous<f, storage_t<T>, free_acc_t<f, acc_t<Op, T>>>(p, n));
 }
 
 // Outputs along a contiguous kept dimension, each reduced along a strided one (sum(a, axis=0) of a
@@ -291,9 +309,8 @@ bool run_strips(const reduce_call& c) {
   const std::int64_t chunk = chunk_of_op(Op), chunks = (c.len + chunk - 1) / chunk;
   // Chunk q of strip k: rows [q * chunk, ...) of W outputs (fewer at the end of a row).
   auto part = [&](std::int64_t k, std::int64_t q) {
-    const std::int64_t j0 = k % per_row * W;
-    const int w = int(std::min<std::int64_t>(W, inner - j0));
-    const char* p = offset_of(c.in[0], out_offset(c, 0, k / per_row * inner + j0));
+    std::int64_t o, w;
+    const char* p = output_block(c, inner, W, k, o, w);
     auto get = [&](std::int64_t i) {
       S s;
       const In* row = reinterpret_cast<const In*>(p + i * step);
@@ -314,9 +331,9 @@ bool run_strips(const reduce_call& c) {
   };
   auto* out = reinterpret_cast<Out*>(c.out);
   auto store = [&](std::int64_t k, const S& acc) {
-    const std::int64_t j0 = k % per_row * W, o = k / per_row * inner + j0;
-    for (std::int64_t j = 0; j < std::min<std::int64_t>(W, inner - j0); ++j)
-      out[o + j] = finish<Op, Out>(acc.v[j], c.len);
+    std::int64_t o, w;
+    output_block(c, inner, W, k, o, w);
+    for (std::int64_t j = 0; j < w; ++j) out[o + j] = finish<Op, Out>(acc.v[j], c.len);
   };
   if (chunks <= 1) {
     const std::int64_t grain = std::max<std::int64_t>(1, chunk / 2 / (c.len * W));
@@ -388,9 +405,7 @@ void run(const reduce_call& c) {
           return bool_sum<Acc>(p + lo, n);
         else if constexpr (free_op_of<Op, T>().has_value() && Op != reduce_op::any &&
                            Op != reduce_op::all)
-          return static_cast<Acc>(
-              free_contiguous<*free_op_of<Op, T>(), In, free_acc_t<*free_op_of<Op, T>(), Acc>>(
-                  p + lo, n));
+          return free_total<Op, T>(p + lo, n);
         if constexpr ((Op == reduce_op::any || Op == reduce_op::all) && (std::is_arithmetic_v<In>))
           return truth_contiguous<Op == reduce_op::all>(p + lo, n);
         if constexpr (is_arg_reduce(Op) && std::is_arithmetic_v<In> && !std::is_same_v<In, bool>)

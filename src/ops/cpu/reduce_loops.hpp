@@ -489,11 +489,12 @@ arg_pair<T> arg_contiguous(const T* p, std::int64_t lo, std::int64_t n) {
   std::int64_t best_lo = -1;
   for (std::int64_t b = lo; b < lo + n; b += block) {
     const std::int64_t len = std::min(block, lo + n - b);
+    constexpr free_op extreme = Max ? free_op::max : free_op::min;
     T m;
     if constexpr (std::is_floating_point_v<T>)
       m = extreme_contiguous<Max>(p + b, len);
     else
-      m = free_contiguous < Max ? free_op::max : free_op::min, T, T > (p + b, len);
+      m = free_contiguous<extreme, T, T>(p + b, len);
     if (m != m) {  // the first NaN wins
       for (std::int64_t i = b;; ++i)
         if (p[i] != p[i]) return {p[i], i};
