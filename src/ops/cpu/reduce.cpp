@@ -1,6 +1,7 @@
 // CPU reductions: pairwise accumulation (blocks of 128 in 8 independent lanes, halves combined
 // recursively, as NumPy does), over outputs in parallel or, for few outputs, over chunks of each;
-// integer reductions whose result does not depend on the order, in memory order.
+// integer reductions whose result does not depend on the order, and argmin/argmax down columns,
+// in memory order.
 #include "ops/elementwise.hpp"
 #include "ops/kernels.hpp"
 #include "ops/cpu/cpu_features.hpp"
@@ -201,6 +202,45 @@ constexpr std::optional<free_op> free_op_of() noexcept {
   }
 }
 
+// How run_free_columns and run_arg_columns split their work: blocks of up to B of a row's outputs
+// as tasks, and with fewer tasks than threads each block's rows in parts of `rows` (none empty),
+// each part at least 2^15 elements (fewer are not worth a thread).
+struct column_split {
+  const reduce_call& c;
+  std::int64_t inner, B, tasks, parts, rows, grain;
+  column_split(const reduce_call& call, std::int64_t inner_, std::int64_t B_)
+      : c(call), inner(inner_), B(B_) {
+    tasks = c.n_out / inner * ((inner + B - 1) / B);
+    const std::int64_t width = std::min(inner, B), threads = thread_count();
+    parts = tasks >= threads
+                ? 1
+                : std::clamp<std::int64_t>(c.len * width >> 15, 1, (threads + tasks - 1) / tasks);
+    rows = (c.len + parts - 1) / parts;
+    parts = (c.len + rows - 1) / rows;
+    grain = std::max<std::int64_t>(1, (std::int64_t(1) << 15) / (rows * width));
+  }
+  // Block k: its first output o, its width w, and where its first row starts.
+  const char* block(std::int64_t k, std::int64_t& o, int& w) const {
+    std::int64_t width;
+    const char* p = output_block(c, inner, B, k, o, width);
+    w = int(width);
+    return p;
+  }
+  // fn(t, p, o, w, lo, hi) for each task t in parallel: rows [lo, hi) of block t / parts.
+  template <class F>
+  void for_each_part(const F& fn) const {
+    parallel_for(tasks * parts, grain, [&](std::int64_t b, std::int64_t e) {
+      for (std::int64_t t = b; t < e; ++t) {
+        std::int64_t o;
+        int w;
+        const char* p = block(t / parts, o, w);
+        const std::int64_t lo = t % parts * rows;
+        fn(t, p, o, w, lo, std::min(c.len, lo + rows));
+      }
+    });
+  }
+};
+
 // run_strips' layout for the order-free reductions: blocks of up to 4 KiB of a row's accumulators,
 // rows read in memory order and combined with no tree (the strips' pairwise loop ran integer
 // column max at 0.5-0.65x NumPy). With fewer blocks than threads the rows are split too, and the
@@ -213,43 +253,25 @@ void run_free_columns(const reduce_call& c, std::int64_t inner, std::int64_t ste
   constexpr free_op f = *free_op_of<Op, T>();
   using A = free_acc_t<f, Acc>;
   constexpr std::int64_t B = 4096 / std::int64_t(sizeof(A));
-  const std::int64_t per_row = (inner + B - 1) / B, tasks = c.n_out / inner * per_row;
-  const std::int64_t width = std::min(inner, B), threads = thread_count();
-  // Each part at least 2^15 elements: fewer are not worth a thread.
-  const std::int64_t parts =
-      tasks >= threads
-          ? 1
-          : std::clamp<std::int64_t>(c.len * width >> 15, 1, (threads + tasks - 1) / tasks);
-  const std::int64_t rows = (c.len + parts - 1) / parts;
-  auto block = [&](std::int64_t k, std::int64_t& o, int& w) {
-    std::int64_t width_k;
-    const char* p = output_block(c, inner, B, k, o, width_k);
-    w = int(width_k);
-    return p;
-  };
+  const column_split split(c, inner, B);
+  const std::int64_t tasks = split.tasks, parts = split.parts;
   auto* out = reinterpret_cast<Out*>(c.out);
   auto store = [&](std::int64_t o, int w, const A* acc) {
     for (int j = 0; j < w; ++j) out[o + j] = finish<Op, Out>(static_cast<Acc>(acc[j]), c.len);
   };
   std::vector<A> partial(static_cast<std::size_t>(parts > 1 ? tasks * parts * B : 0));
-  const std::int64_t grain = std::max<std::int64_t>(1, (std::int64_t(1) << 15) / (rows * width));
-  parallel_for(tasks * parts, grain, [&](std::int64_t b, std::int64_t e) {
-    A local[B];
-    for (std::int64_t t = b; t < e; ++t) {
-      std::int64_t o;
-      int w;
-      const char* p = block(t / parts, o, w);
-      A* acc = parts > 1 ? &partial[std::size_t(t * B)] : local;
-      std::fill(acc, acc + w, free_identity<f, A>());
-      const std::int64_t lo = t % parts * rows;
-      free_rows<f, In>(p, step, lo, std::min(c.len, lo + rows), w, acc);
-      if (parts == 1) store(o, w, acc);
-    }
-  });
+  split.for_each_part(
+      [&](std::int64_t t, const char* p, std::int64_t o, int w, std::int64_t lo, std::int64_t hi) {
+        A local[B];
+        A* acc = parts > 1 ? &partial[std::size_t(t * B)] : local;
+        std::fill(acc, acc + w, free_identity<f, A>());
+        free_rows<f, In>(p, step, lo, hi, w, acc);
+        if (parts == 1) store(o, w, acc);
+      });
   for (std::int64_t k = 0; parts > 1 && k < tasks; ++k) {
     std::int64_t o;
     int w;
-    block(k, o, w);
+    split.block(k, o, w);
     A* acc = &partial[std::size_t(k * parts * B)];
     for (std::int64_t q = 1; q < parts; ++q) {
       // One row of the parts' accumulators: the same combine as the rows'.
@@ -257,6 +279,82 @@ void run_free_columns(const reduce_call& c, std::int64_t inner, std::int64_t ste
     }
     store(o, w, acc);
   }
+}
+
+// The inputs run_arg_columns() and run_arg_transposed() take: numbers, whose arg_take() and
+// arg_contiguous() vectorise.
+template <class In>
+constexpr bool arg_number = std::is_arithmetic_v<In> && !std::is_same_v<In, bool>;
+
+// run_strips' layout for argmin and argmax: blocks of up to 1,024 of a row's outputs, rows read in
+// order and each output's extreme and row kept (arg_rows). The per-output path read each column
+// at a stride and left argmax(a, axis=0) at 0.1-0.3x NumPy. With fewer blocks than threads the
+// rows are split too, and the parts taken in order.
+template <reduce_op Op, type_id T, class I>
+void run_arg_columns(const reduce_call& c, std::int64_t inner, std::int64_t step) {
+  using In = storage_t<T>;
+  constexpr bool Max = Op == reduce_op::argmax;
+  constexpr std::int64_t B = 1024;
+  const column_split split(c, inner, B);  // no part empty: each is seeded with its first row
+  const std::int64_t tasks = split.tasks, parts = split.parts;
+  auto* out = reinterpret_cast<std::int64_t*>(c.out);
+  std::vector<In> part_best(static_cast<std::size_t>(parts > 1 ? tasks * parts * B : 0));
+  std::vector<I> part_idx(part_best.size());
+  split.for_each_part(
+      [&](std::int64_t t, const char* p, std::int64_t o, int w, std::int64_t lo, std::int64_t hi) {
+        In local_best[B];
+        I local_idx[B];
+        In* best = parts > 1 ? &part_best[std::size_t(t * B)] : local_best;
+        I* idx = parts > 1 ? &part_idx[std::size_t(t * B)] : local_idx;
+        std::memcpy(best, p + lo * step, std::size_t(w) * sizeof(In));
+        std::fill(idx, idx + w, I(lo));
+        arg_rows<Max>(p, step, lo + 1, hi, w, best, idx);
+        if (parts == 1) std::copy(idx, idx + w, out + o);
+      });
+  for (std::int64_t k = 0; parts > 1 && k < tasks; ++k) {
+    std::int64_t o;
+    int w;
+    split.block(k, o, w);
+    In* best = &part_best[std::size_t(k * parts * B)];
+    I* idx = &part_idx[std::size_t(k * parts * B)];
+    for (std::int64_t q = 1; q < parts; ++q)
+      for (int j = 0; j < w; ++j) arg_take<Max>(best[j], idx[j], best[q * B + j], idx[q * B + j]);
+    std::copy(idx, idx + w, out + o);
+  }
+}
+
+// argmin/argmax of all of a transposed matrix (two reduced dimensions, the outer one contiguous):
+// each contiguous run searched by arg_contiguous, its index mapped back to C order, and the runs'
+// results combined. The per-element path worked out every offset by division (0.1x NumPy).
+template <reduce_op Op, type_id T>
+bool run_arg_transposed(const reduce_call& c) {
+  using In = storage_t<T>;
+  using R = reducer_t<Op, acc_t<Op, T>>;
+  if (c.red_ndim != 2 || c.n_out != 1 || c.in_types[0] != T || c.len < 2 ||
+      c.red_strides[0][0] != std::int64_t(sizeof(In)))
+    return false;
+  const std::int64_t n0 = c.red_shape[0], n1 = c.red_shape[1], s1 = c.red_strides[0][1];
+  const char* p = c.in[0];
+  // Tasks of at least 2^15 elements, each combining its runs; then the tasks' results.
+  const std::int64_t tasks =
+      std::clamp<std::int64_t>(c.len >> 15, 1, std::min<std::int64_t>(n1, thread_count()));
+  const auto first_of = [&](std::int64_t t) {  // task t's first run, without n1 * t
+    return t * (n1 / tasks) + std::min(t, n1 % tasks);
+  };
+  std::vector<acc_t<Op, T>> found(static_cast<std::size_t>(tasks), R::identity());
+  parallel_for(tasks, 1, [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t t = b; t < e; ++t)
+      for (std::int64_t j = first_of(t); j < first_of(t + 1); ++j) {
+        const auto* run = reinterpret_cast<const In*>(p + j * s1);
+        auto a = arg_contiguous<Op == reduce_op::argmax>(run, 0, n0);
+        a.index = a.index * n1 + j;
+        found[std::size_t(t)] = R{}(found[std::size_t(t)], a);
+      }
+  });
+  auto total = R::identity();
+  for (const auto& a : found) total = R{}(total, a);
+  *reinterpret_cast<std::int64_t*>(c.out) = total.index;
+  return true;
 }
 
 // An order-free reduction of n contiguous values (free_contiguous in Op's accumulator).
@@ -283,6 +381,13 @@ bool run_strips(const reduce_call& c) {
   const int last = c.out_ndim - 1;
   const std::int64_t inner = c.out_shape[last], step = c.red_strides[0][0];
   if (c.out_strides[0][last] != item || inner < 2 || step == 0 || step == item) return false;
+  if constexpr (is_arg_reduce(Op) && arg_number<In>) {
+    if (c.len <= std::numeric_limits<std::int32_t>::max())
+      run_arg_columns<Op, T, std::int32_t>(c, inner, step);
+    else
+      run_arg_columns<Op, T, std::int64_t>(c, inner, step);
+    return true;
+  }
   if constexpr (free_op_of<Op, T>().has_value()) {
     run_free_columns<Op, T>(c, inner, step);
     return true;
@@ -408,7 +513,7 @@ void run(const reduce_call& c) {
           return free_total<Op, T>(p + lo, n);
         if constexpr ((Op == reduce_op::any || Op == reduce_op::all) && (std::is_arithmetic_v<In>))
           return truth_contiguous<Op == reduce_op::all>(p + lo, n);
-        if constexpr (is_arg_reduce(Op) && std::is_arithmetic_v<In> && !std::is_same_v<In, bool>)
+        if constexpr (is_arg_reduce(Op) && arg_number<In>)
           return arg_contiguous<Op == reduce_op::argmax>(p, lo, n);
         return pairwise<Acc>(
             [&](std::int64_t i) { return to_acc_value<Op, Acc>(load_direct(p + i), i); }, lo, n, r);
@@ -425,8 +530,10 @@ void run(const reduce_call& c) {
     }
   };
 
-  if constexpr (!is_arg_reduce(Op) && Op != reduce_op::dot)
+  if constexpr (Op != reduce_op::dot)
     if (run_strips<Op, T>(c)) return;
+  if constexpr (is_arg_reduce(Op) && arg_number<In>)
+    if (run_arg_transposed<Op, T>(c)) return;
   // Threads take outputs when there are enough of them, else the chunks of each.
   const std::int64_t chunk = chunk_of_op(Op);
   const std::int64_t chunks = (c.len + chunk - 1) / chunk;

@@ -80,12 +80,13 @@ def test_strips_and_single_outputs_give_the_same_bits(name, dtype, rows, cols, s
 @pytest.mark.parametrize("dtype", ["uint8", "int32", "int64", "float32", "float64"])
 @pytest.mark.parametrize("name", ["argmax", "argmin"])
 def test_contiguous_arg_extremes_at_every_position(name, dtype):
-    # A contiguous run is searched a block of 2048 at a time for its extreme, then that block 64
-    # bytes at a time for its first index: the extreme alone, twice (the first wins), and a NaN
-    # (the first NaN wins) at every position of rows across those edges.
+    # A contiguous run keeps each vector lane's extreme and the block of 1,024 that raised it,
+    # then searches the best block 64 bytes at a time for its first index, and the last values
+    # (fewer than four vectors) alone: the extreme alone, twice (the first wins), and a NaN (the
+    # first NaN wins) at every position of rows across those edges and chunks of 2^16.
     rng = np.random.default_rng(13)
     extreme = 120 if name == "argmax" else 1
-    for n in (1, 15, 64, 65, 2047, 2049, 4160):
+    for n in (1, 15, 64, 65, 255, 256, 257, 1023, 1025, 2047, 2049, 4160, 2**16 + 70):
         base = rng.integers(10, 100, n).astype(dtype)
         spots = sorted(set(range(0, n, max(1, n // 97))) | {n - 1} | set(range(min(n, 70))))
         rows = []
@@ -178,6 +179,106 @@ def test_column_extremes_meet_a_nan_at_every_row_and_signed_zero_ties(name, dtyp
     got = np_of(getattr(ops, name)(packed, axis=0))
     assert_same_bits(got, np_of(getattr(ops, name)(zeros[:, ::2], axis=0)))
     np.testing.assert_array_equal(np.signbit(got), np.signbit(packed[0]))
+
+
+ARG_SHAPES = [((2, 3), 0), ((9, 1025), 0), ((130, 2049), 0), ((70_001, 2), 0), ((4099, 129), 0),
+              ((5, 300, 66), 1), ((2, 2**17 + 3, 3), 1)]
+
+
+def tied_values(rng, shape, dtype):
+    """Few distinct values, so that a column's extreme repeats (the first must win); for floats a
+    NaN in one row in a thousand and two in one column (the first must win)."""
+    x = rng.integers(0, 4, shape)
+    if dtype.startswith("complex"):
+        x = x + 1j * rng.integers(0, 3, shape)
+    x = x.astype(dtype)
+    if x.dtype.kind in "fc":
+        x[rng.random(shape) < 0.001] = np.nan
+        column = x.reshape(-1, shape[-1])[:, shape[-1] // 2]
+        column[[len(column) // 3, len(column) // 2]] = np.nan
+    return x
+
+
+@pytest.mark.parametrize("dtype", DTYPES + ["float16"])
+@pytest.mark.parametrize("name", ["argmax", "argmin"])
+def test_column_arg_extremes_are_numpys(name, dtype):
+    # argmin/argmax along a strided axis with the outputs side by side read the rows in order,
+    # blocks of 1,024 outputs at a time and long columns in parts taken in order: ties and NaNs
+    # everywhere, blocks and a short last one, parts, and a 3-d array along its middle axis.
+    rng = np.random.default_rng(21)
+    for shape, axis in ARG_SHAPES:
+        x = tied_values(rng, shape, dtype)
+        got = np_of(getattr(ops, name)(x, axis=axis))
+        assert got.dtype == np.int64
+        np.testing.assert_array_equal(got, getattr(np, name)(x, axis=axis), err_msg=str(shape))
+    if dtype.startswith("float"):  # a NaN at every row, in the first, a middle and the last column
+        base = rng.uniform(-4, 4, (263, 1030)).astype(dtype)
+        for r in range(0, 263, 3):
+            x = base.copy()
+            x[r, [0, (r * 7) % 1030, 1029]] = np.nan
+            x[(r + 100) % 263, [0, 1029]] = np.nan
+            np.testing.assert_array_equal(np_of(getattr(ops, name)(x, axis=0)),
+                                          getattr(np, name)(x, axis=0))
+
+
+def test_column_and_transposed_args_do_not_depend_on_the_thread_count():
+    # Long columns are split into as many parts as there are threads, and a transposed matrix's
+    # runs into tasks: the extreme tied across every split, on 1 to 8 threads.
+    import os
+    import subprocess
+    import sys
+
+    code = ("import numpy as np, arrayport.ops as ops\n"
+            "ok = []\n"
+            "for shape in [(70_001, 3), (2**17 + 3, 1), (3, 2**16 + 1)]:\n"
+            "    n = shape[0]\n"
+            "    x = np.zeros(shape, np.float32)\n"
+            "    x[[n // 2 + 1, n - 2]] = 5\n"
+            "    x[[n // 3, n - 1]] = -5\n"
+            "    y = x.copy()\n"
+            "    y[[3 * n // 4, n - 3]] = np.nan\n"
+            "    for f in ('argmax', 'argmin'):\n"
+            "        for z in (x, y):\n"
+            "            ok.append(np.array_equal(np.asarray(getattr(ops, f)(z, axis=0)),\n"
+            "                                     getattr(np, f)(z, axis=0)))\n"
+            "            ok.append(int(np.asarray(getattr(ops, f)(z.T))) == getattr(np, f)(z.T))\n"
+            "print(ok)\n")
+    for threads in ("1", "3", "8"):
+        env = dict(os.environ, ARRAYPORT_NUM_THREADS=threads)
+        res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+        assert res.returncode == 0, res.stderr
+        assert "False" not in res.stdout and "True" in res.stdout, (threads, res.stdout)
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int32", "int64", "float32", "float64"])
+@pytest.mark.parametrize("name", ["argmax", "argmin"])
+def test_args_of_long_transposed_runs_cross_segments(name, dtype):
+    # A transposed run longer than 2^16 is searched in segments of 2^16 taken in order: the
+    # extreme on either side of the edge, tied in the other run, and NaNs after it.
+    n = 2**16 + 40
+    sign = 1 if name == "argmax" else -1
+    for pos in (0, 2**16 - 1, 2**16, n - 1):
+        x = np.full((2, n), 50, dtype)
+        x[1, pos] = x[0, n - 1 - pos // 2] = 50 + sign * 7
+        cases = [x]
+        if dtype.startswith("float"):
+            y = x.copy()
+            y[1, (pos + 3) % n] = y[0, n - 2] = np.nan
+            cases.append(y)
+        for z in cases:
+            assert np_of(getattr(ops, name)(z.T)) == getattr(np, name)(z.T), pos
+
+
+@pytest.mark.parametrize("dtype", DTYPES + ["float16"])
+@pytest.mark.parametrize("name", ["argmax", "argmin"])
+def test_args_of_transposed_arrays_keep_c_order(name, dtype):
+    # A full argmin/argmax of a transposed matrix searches its contiguous runs and maps each
+    # index back to C order: ties between runs go to the lower C index, not the first in memory.
+    rng = np.random.default_rng(22)
+    for shape in [(300, 200), (2, 70_001), (70_001, 2), (1, 5), (4, 6, 5)]:
+        x = tied_values(rng, shape, dtype)
+        for t in (x.T, x.transpose(1, 0, *range(2, x.ndim)), x.T[::2], x.T[:, ::-1]):
+            assert np_of(getattr(ops, name)(t)) == getattr(np, name)(t), (shape, t.strides)
 
 
 @pytest.mark.parametrize("container", ["numpy", "array"] + (["device"] if HAS_GPU else []))
