@@ -507,7 +507,7 @@ __attribute__((always_inline)) inline arg_pair<T> arg_vectors(const T* p, std::i
     best_lane = take ? m[0] : best_lane;
     best_block = take ? M{} + L(b) : best_block;
   }
-  arg_pair<T> found{start, -1};
+  arg_pair<T> found = arg_reduce<T, Max>::identity();
   if (main > 0) {
     T v = best_lane[0];
     for (int l = 1; l < W; ++l) v = (Max ? best_lane[l] > v : best_lane[l] < v) ? best_lane[l] : v;
@@ -517,11 +517,8 @@ __attribute__((always_inline)) inline arg_pair<T> arg_vectors(const T* p, std::i
     const std::int64_t lo = b * block;
     found = {v, lo + first_equal_step<T, Bytes>(p + lo, std::min(block, main - lo), v)};
   }
-  for (std::int64_t i = main; i < n; ++i) {  // the last values, fewer than a step
-    const T x = p[i];
-    if (x != x) return {x, i};
-    if (found.index < 0 || (Max ? x > found.value : x < found.value)) found = {x, i};
-  }
+  for (std::int64_t i = main; i < n; ++i)  // the last values, fewer than a step
+    arg_reduce<T, Max>{}.step(found, {p[i], i});
   return found;
 }
 
@@ -555,18 +552,16 @@ arg_pair<T> arg_run(const T* p, std::int64_t n) {
   return arg_vectors_base<Max>(p, n);
 }
 
-// argmin/argmax of values [lo, lo + n), n > 0: segments of arg_segment in order, a later one
-// taken where it is strictly better or the first to hold a NaN.
+// argmin/argmax of values [lo, lo + n), n > 0: segments of arg_segment in order, each taken by
+// arg_reduce's in-order step (strictly better, or the first NaN).
 template <bool Max, class T>
 arg_pair<T> arg_contiguous(const T* p, std::int64_t lo, std::int64_t n) {
-  arg_pair<T> best{T{}, -1};
+  arg_pair<T> best = arg_reduce<T, Max>::identity();
   for (std::int64_t s = lo; s < lo + n; s += arg_segment) {
-    const std::int64_t len = std::min(arg_segment, lo + n - s);
-    arg_pair<T> a = arg_run<Max>(p + s, len);
+    arg_pair<T> a = arg_run<Max>(p + s, std::min(arg_segment, lo + n - s));
     a.index += s;
-    if (best.index < 0 || a.value != a.value || (Max ? a.value > best.value : a.value < best.value))
-      best = a;
-    if (best.value != best.value) break;
+    arg_reduce<T, Max>{}.step(best, a);
+    if (best.value != best.value) break;  // the first NaN: no later segment can replace it
   }
   return best;
 }
