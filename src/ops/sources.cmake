@@ -9,6 +9,7 @@ set(ARRAYPORT_OPS_SOURCES
   ops/promotion.cpp
   ops/cpu/parallel.cpp
   ops/cpu/vector_math.cpp
+  ops/cpu/vector_powf.cpp
   ops/cpu/convert_run.cpp)
 # The CPU kernels' C++ options: without errno, sqrt is one vector instruction (with it, a libm
 # call on each negative input), as NumPy's loops compute it.

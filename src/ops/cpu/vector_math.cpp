@@ -1,6 +1,7 @@
 #include "ops/cpu/vector_math.hpp"
 
 #include "ops/cpu/cpu_features.hpp"
+#include "ops/cpu/vector_powf.hpp"
 
 #include <dlfcn.h>
 #include <immintrin.h>
@@ -30,9 +31,11 @@ constexpr struct {
     {op_id::tanh, true, "_ZGVdN4v_tanh", "_ZGVeN8v_tanh"},
     {op_id::exp, true, nullptr, "_ZGVeN8v_exp"},
     {op_id::log, true, nullptr, "_ZGVeN8v_log"},
-    {op_id::power, false, nullptr, "_ZGVeN16vv_powf"},  // two arguments, as power's below
-    {op_id::power, true, nullptr, "_ZGVeN8vv_pow"}};
+    {op_id::power, true, nullptr, "_ZGVeN8vv_pow"}};  // two arguments, as power's below
 constexpr int n_symbols = sizeof vector_symbols / sizeof vector_symbols[0];
+
+// The loops arrayport has of its own, in place of libmvec's: float32 power (vector_powf.hpp).
+constexpr bool own_loop(op_id op, bool f64) noexcept { return op == op_id::power && !f64; }
 
 struct resolved {
   void* fn[n_symbols] = {};
@@ -162,11 +165,13 @@ Map lookup(op_id op) noexcept {
 
 }  // namespace
 
-// The symbols are exactly the loops has_vector_loop names.
+// The symbols and own loops are exactly the loops has_vector_loop names.
 constexpr bool symbols_agree() noexcept {
   int named = 0;
   for (int i = 0; i < op_count; ++i)
-    named += has_vector_loop<float>(op_id(i)) + has_vector_loop<double>(op_id(i));
+    for (const bool f64 : {false, true})
+      named += (f64 ? has_vector_loop<double>(op_id(i)) : has_vector_loop<float>(op_id(i))) &&
+               !own_loop(op_id(i), f64);
   for (const auto& s : vector_symbols)
     if (!(s.f64 ? has_vector_loop<double>(s.op) : has_vector_loop<float>(s.op)) || arity(s.op) > 2)
       return false;
@@ -181,6 +186,11 @@ vector_map<T> vector_math(op_id op) noexcept {
 
 template <class T>
 vector_map2<T> vector_math2(op_id op) noexcept {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if constexpr (std::is_same_v<T, float>)
+    if (own_loop(op, false))  // AVX-512DQ: every AVX-512 CPU but the Xeon Phi
+      return has_avx512() && __builtin_cpu_supports("avx512dq") ? &powf_avx512 : nullptr;
+#endif
   return lookup<T, vector_map2<T>>(op);
 }
 

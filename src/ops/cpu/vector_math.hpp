@@ -39,8 +39,9 @@ template <class T>
 using vector_map2 = void (*)(const T* a, std::int64_t a_step, const T* b, std::int64_t b_step, T* y,
                              std::int64_t n);
 
-/// The loop of a two-argument op (power, on AVX-512: NumPy's is its own SIMD there, the C
-/// library's elsewhere), or nullptr as vector_math's.
+/// The loop of a two-argument op (power on AVX-512, where NumPy's is SIMD too: arrayport's own for
+/// float, vector_powf.hpp, libmvec's for double; the C library's elsewhere), or nullptr as
+/// vector_math's.
 template <class T>
 vector_map2<T> vector_math2(op_id op) noexcept;
 

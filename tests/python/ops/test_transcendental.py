@@ -153,3 +153,67 @@ def test_float_power_at_every_lane_edge_matches_numpy(dtype, memory):
 
 def dtype_scalar(v, dtype):
     return np.dtype(dtype).type(v)
+
+
+def float32_power_cases(rng, n):
+    """Bases and exponents over every region float32 power branches on: any positive normal or
+    subnormal base with exponents of every magnitude, bases within a few ulps of 1 with exponents
+    that take the result to the float range's ends, results near overflow, underflow and the
+    subnormals, negative bases with integer exponents, and special values."""
+    bits = rng.integers(1, 0x7F800000, n, dtype=np.uint32)  # every positive finite float
+    x1 = bits.view(np.float32)
+    y1 = (rng.uniform(-1, 1, n) * 2.0 ** rng.integers(-30, 40, n)).astype(np.float32)
+    x2 = (1 + rng.integers(-64, 65, n) * 2.0 ** -23).astype(np.float32)
+    y2 = (rng.uniform(-1, 1, n) * 2.0 ** rng.integers(20, 32, n)).astype(np.float32)
+    # x^y near 2^128 and 2^-149: y = target / log2 x, a few ulps either side.
+    x3 = rng.uniform(0.01, 100, n).astype(np.float32)
+    target = rng.choice([127.99, 128.01, -125.9, -126.1, -148.9, -149.6], n)
+    with np.errstate(all="ignore"):
+        y3 = (target / np.log2(x3.astype(np.float64))).astype(np.float32)
+    x4 = -rng.uniform(0.1, 10, n).astype(np.float32)
+    y4 = rng.integers(-40, 41, n).astype(np.float32)
+    x5 = rng.uniform(0, 4, n).astype(np.float32)  # exponents of any finite magnitude
+    y5 = rng.integers(0, 0x7F800000, n, dtype=np.uint32).view(np.float32) * rng.choice([-1, 1], n)
+    specials = np.array([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 1e-45, 2.0 ** -126, 3e38],
+                        np.float32)
+    x6, y6 = (v.ravel() for v in np.meshgrid(specials, np.concatenate([specials, [0.5, -3.0]])))
+    return (np.concatenate(v).astype(np.float32) for v in ((x1, x2, x3, x4, x5, x6),
+                                                           (y1, y2, y3, y4, y5, y6)))
+
+
+def ulps_apart(got, want):
+    """Distance in float32 ulps, 0 where both are NaN (the integers order floats by value)."""
+    g, w = (np.where(v < 0, np.int64(-(2**31)) - v, v) for v in
+            (a.view(np.int32).astype(np.int64) for a in (got, want)))
+    return np.where(np.isnan(got) & np.isnan(want), 0, np.abs(g - w))
+
+
+@pytest.mark.parametrize("scalar", [None, "base", "exponent"])
+def test_float32_power_is_within_an_ulp_of_the_exact_power(scalar):
+    # The exact power is float64's rounded once more (NumPy's float64 power is within an ulp of
+    # float64); arrayport's float32 power on AVX-512 is its own loop, glibc's powf elsewhere.
+    rng = np.random.default_rng(5)
+    x, y = float32_power_cases(rng, 20_000)
+    if scalar == "base":
+        x = np.float32(rng.choice(x[np.isfinite(x) & (x > 0)]))
+    elif scalar == "exponent":
+        y = np.float32(rng.choice([0.5, -2.75, 1e-7, 3e4]))
+    # Arrays on both sides: NumPy takes a scalar exponent of 0.5 as sqrt (NaN for -inf, -0.0 for
+    # -0.0, where C's pow and the Array API give inf and 0.0).
+    xs, ys = (np.array(v, np.float64) for v in np.broadcast_arrays(x, y))
+    with np.errstate(all="ignore"):
+        want = np.power(xs, ys).astype(np.float32)
+    got = host(ops.power(x, y))
+    assert got.dtype == np.float32
+    far = ulps_apart(got, want)
+    worst = np.argmax(far)
+    assert far[worst] <= 1, (np.broadcast_to(x, got.shape)[worst],
+                             np.broadcast_to(y, got.shape)[worst], got[worst], want[worst])
+    signed = ~np.isnan(want)
+    np.testing.assert_array_equal(np.signbit(got)[signed], np.signbit(want)[signed])
+    for k, v in enumerate((x, y)):  # in place, over either operand: the same bits
+        if np.ndim(v):
+            args = [x, y]
+            args[k] = inout = v.copy()
+            ops.power(*args, out=inout)
+            np.testing.assert_array_equal(inout, got)
