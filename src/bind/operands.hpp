@@ -16,7 +16,7 @@ namespace arrayport::ext {
 /// One argument of an op: the Python object and the name its messages give it.
 struct operand {
   nanobind::handle obj;
-  const char* name;
+  const char* name;  // a static string, as read_operand's op_name: labels are kept by address
 };
 
 /// Keeps what an input's view points to alive for the call.

@@ -18,6 +18,25 @@ from ops_reference import BINARY, NUMPY_DTYPES, RTOL, rng_array, to_numpy
 # ---- errors ---------------------------------------------------------------------------------------
 
 
+
+def test_bridged_operands_are_named_after_their_op_and_argument_every_call():
+    # A bridged operand's name comes from a table kept by the names' addresses: every op and
+    # argument pair keeps its own, on the first call and the later ones, and out= its own.
+    bad = np.zeros(3, "U3")  # taken by the bridge, refused for its buffer format
+    good = np.zeros(3)
+    for _ in range(2):
+        for name in BINARY:
+            for k, arg in enumerate(("x1", "x2")):
+                args = [good, good]
+                args[k] = bad
+                with pytest.raises(TypeError, match=rf"^{name}: argument '{arg}': unsupported"):
+                    getattr(ops, name)(*args)
+            with pytest.raises(TypeError, match=rf"^{name}: argument 'out': unsupported"):
+                getattr(ops, name)(good, good, out=bad)
+        for name in ("sum", "max", "argmin", "any"):
+            with pytest.raises(TypeError, match=rf"^{name}: argument 'x': unsupported"):
+                getattr(ops, name)(bad)
+
 def test_errors_name_the_argument_and_leave_out_untouched():
     out = np.full((2, 3), 7.0)
     with pytest.raises(ValueError, match=r"add: operands could not be broadcast together: 'x1' \(2, 3\) 'x2' \(4,\)"):
