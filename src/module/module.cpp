@@ -34,7 +34,8 @@ NB_MODULE(_core, m) {
         "What the CUDA probe found: availability, device count, why not, runtime/driver versions.");
   m.def("devices", &arrayport::ext::devices, "Properties and memory of every CUDA device.");
   m.def("release_cached_memory", &arrayport::release_cached_memory,
-        "Return the memory cached by arrayport's pools to the system.");
+        "Return the memory cached by arrayport's pools (and the host blocks this thread keeps) "
+        "to the system.");
 
   // fork(): whether this process is the child of one that had initialised CUDA, and a test hook
   // that records "CUDA initialised" without a GPU, so that a CPU-only build can show what such a

@@ -15,6 +15,7 @@
 #include <numeric>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gpu.hpp"
@@ -87,6 +88,58 @@ TEST(Buffer, HostBuffersOfEverySizeAreAlignedAndDistinct) {
     EXPECT_EQ(p[0], static_cast<unsigned char>(i + 1));
     EXPECT_EQ(p[live[i].size() - 1], static_cast<unsigned char>(i + 1));
   }
+}
+
+TEST(Buffer, FreedSmallHostBlocksServeTheThreadsNextAllocationsOfTheirClass) {
+  // Blocks of up to 64 KiB go back to the freeing thread's cache, by size class (powers of two
+  // of the 256-byte alignment): the next allocation of the class gets the last one freed, whole.
+  if (!arrayport::detail::host_block_cache::enabled)
+    GTEST_SKIP() << "no host block cache under AddressSanitizer";
+  auto& host = arrayport::get_memory_resource(memory_kind::host);
+  void* p = host.allocate(3000, nullptr);  // class 4 KiB
+  host.deallocate(p, 3000, nullptr);
+  void* q = host.allocate(4096, nullptr);
+  EXPECT_EQ(q, p);
+  std::memset(q, 1, 4096);  // the whole class is the block's (ASan)
+  host.deallocate(q, 4096, nullptr);
+  // At most four blocks a class: of six freed, the first four are kept and come back newest
+  // first; the other two went to free().
+  std::vector<void*> six, again(4);
+  for (int i = 0; i < 6; ++i) six.push_back(host.allocate(1000, nullptr));
+  for (void* b : six) host.deallocate(b, 1000, nullptr);
+  for (int i = 3; i >= 0; --i) {
+    again[std::size_t(i)] = host.allocate(1024, nullptr);
+    EXPECT_EQ(again[std::size_t(i)], six[std::size_t(i)]);
+  }
+  for (void* b : again) host.deallocate(b, 1024, nullptr);
+  // Larger blocks are malloc's; release_cached_memory() frees this thread's blocks.
+  void* big = host.allocate(std::size_t(1) << 20, nullptr);
+  EXPECT_TRUE(aligned(big));
+  host.deallocate(big, std::size_t(1) << 20, nullptr);
+  arrayport::release_cached_memory();
+}
+
+TEST(Buffer, ThreadsKeepTheirOwnHostBlocksAndFreeThemWhenTheyExit) {
+  // Blocks freed on another thread go to that thread's cache and are freed when it exits (the
+  // leak loops see any that are not); the main thread's cache is untouched.
+  if (!arrayport::detail::host_block_cache::enabled)
+    GTEST_SKIP() << "no host block cache under AddressSanitizer";
+  auto& host = arrayport::get_memory_resource(memory_kind::host);
+  void* mine = host.allocate(512, nullptr);
+  host.deallocate(mine, 512, nullptr);
+  std::vector<void*> handed(8);
+  for (auto& b : handed) b = host.allocate(2048, nullptr);
+  std::thread([&] {
+    for (void* b : handed) host.deallocate(b, 2048, nullptr);
+    for (int round = 0; round < 100; ++round) {
+      const std::size_t n = std::size_t(256) << (round % 9);
+      void* b = host.allocate(n, nullptr);
+      std::memset(b, round, n);
+      host.deallocate(b, n, nullptr);
+    }
+  }).join();
+  EXPECT_EQ(host.allocate(300, nullptr), mine);
+  host.deallocate(mine, 300, nullptr);
 }
 
 TEST(Buffer, HostSizesPastTheAddressSpaceAreBadAlloc) {
