@@ -62,15 +62,28 @@ nb::object index_arg(PyObject* obj, const std::string& prefix, const char* expec
   return nb::steal(v);
 }
 
+namespace {
+
+// index_arg's result, an int taken as it is (PyNumber_Index returns an int itself); the message
+// prefix, prefix(), is made only where index_arg needs it: the strings made on every call were
+// half of empty()'s.
+template <class Prefix>
+nb::object index_of(PyObject* obj, Prefix prefix, const char* expected) {
+  if (PyLong_Check(obj) && !PyBool_Check(obj)) return nb::borrow(obj);
+  return index_arg(obj, prefix(), expected);
+}
+
+}  // namespace
+
 std::int64_t int_arg(PyObject* obj, const char* what, const char* name, std::int64_t lo,
                      std::int64_t hi, const char* expected) {
-  const std::string prefix = arg_prefix(what, name);
-  nb::object v = index_arg(obj, prefix, expected);
+  const auto prefix = [&] { return arg_prefix(what, name); };
+  nb::object v = index_of(obj, prefix, expected);
   int overflow = 0;
   const long long i = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
   if (i == -1 && PyErr_Occurred()) throw nb::python_error();
   if (overflow || i < lo || i > hi)
-    throw value_error(prefix + "expected " + expected + ", got " + repr_of(v.ptr()));
+    throw value_error(prefix() + "expected " + expected + ", got " + repr_of(v.ptr()));
   return i;
 }
 
@@ -88,34 +101,35 @@ bool bool_arg(PyObject* obj, const char* what, const char* name) {
 std::optional<int> device_arg(PyObject* obj, const char* what, const char* name, bool needs_device,
                               bool none_ok) {
   if (obj == Py_None && none_ok) return std::nullopt;
-  const std::string prefix = arg_prefix(what, name);
+  const auto prefix = [&] { return arg_prefix(what, name); };
   nb::object v;
   int index = 0;
   if (g_cuda.device_index_of && g_cuda.device_index_of(obj, index)) {
     v = nb::int_(index);  // a Device: its index takes the int's path, so both behave alike
   } else {
     if (obj == Py_None || PyBool_Check(obj) || !PyIndex_Check(obj))
-      throw type_error(prefix + "expected " +
+      throw type_error(prefix() + "expected " +
                        (none_ok ? "None, an int or an arrayport.cuda.Device"
                                 : "an int or an arrayport.cuda.Device") +
                        ", got " + type_name_of(obj));
-    v = index_arg(obj, prefix, "a device index");
+    v = index_of(obj, prefix, "a device index");
   }
   int overflow = 0;
   const long long i = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
   if (i == -1 && PyErr_Occurred()) throw nb::python_error();
   // Wrong on every machine first: a negative index. (On overflow i is -1, not the value.)
   if (overflow < 0 || (overflow == 0 && i < 0))
-    throw value_error(prefix + "expected a device index >= 0, got " + repr_of(v.ptr()));
+    throw value_error(prefix() + "expected a device index >= 0, got " + repr_of(v.ptr()));
   const int n = runtime::device_count();
   const auto past_last = [&] {
-    return value_error(prefix + "expected a device index in [0, " + std::to_string(n) +
+    return value_error(prefix() + "expected a device index in [0, " + std::to_string(n) +
                        ") (this machine has " + std::to_string(n) +
                        (n == 1 ? " CUDA device" : " CUDA devices") + "), got " + repr_of(v.ptr()));
   };
   if (overflow > 0 || i > std::numeric_limits<int>::max()) {  // no machine has that many
     if (n > 0) throw past_last();
-    throw value_error(prefix + "expected a device index that fits an int, got " + repr_of(v.ptr()));
+    throw value_error(prefix() + "expected a device index that fits an int, got " +
+                      repr_of(v.ptr()));
   }
   if (needs_device) runtime::require_device(what);
   if (n > 0 && i >= n) throw past_last();
@@ -124,9 +138,8 @@ std::optional<int> device_arg(PyObject* obj, const char* what, const char* name,
 
 std::optional<memory_kind> memory_arg(PyObject* obj, const char* what) {
   if (obj == Py_None) return std::nullopt;
-  const std::string prefix = arg_prefix(what, "memory");
   if (!PyUnicode_Check(obj))
-    throw type_error(prefix +
+    throw type_error(arg_prefix(what, "memory") +
                      "expected one of 'device', 'managed', 'pinned', 'host' or None, got " +
                      type_name_of(obj));
   const char* name = python::limited::utf8(obj);
@@ -207,19 +220,20 @@ dtype parse_dtype(nb::handle d) {
 // ---- shape= ------------------------------------------------------------------------------------
 
 std::vector<std::int64_t> parse_shape(nb::handle shape, const char* what) {
-  const std::string prefix = arg_prefix(what, "shape");
+  const auto prefix = [&] { return arg_prefix(what, "shape"); };
   std::vector<std::int64_t> out;
   auto extent = [&](nb::handle h, std::size_t i) {
-    const std::string at = " at dimension " + std::to_string(i);
+    const auto at = [&] { return " at dimension " + std::to_string(i); };
     if (PyBool_Check(h.ptr()) || !PyIndex_Check(h.ptr()))
-      throw type_error(prefix + "expected ints, got " + type_name_of(h.ptr()) + at);
-    nb::object v = index_arg(h.ptr(), prefix, ("ints" + at).c_str());
+      throw type_error(prefix() + "expected ints, got " + type_name_of(h.ptr()) + at());
+    nb::object v = PyLong_Check(h.ptr()) ? nb::borrow(h)
+                                         : index_arg(h.ptr(), prefix(), ("ints" + at()).c_str());
     int overflow = 0;
     const long long e = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
     if (e == -1 && PyErr_Occurred()) throw nb::python_error();
-    if (overflow > 0) throw value_error(prefix + "extent" + at + " overflows int64");
+    if (overflow > 0) throw value_error(prefix() + "extent" + at() + " overflows int64");
     if (overflow < 0 || e < 0)
-      throw value_error(prefix + "expected non-negative extents, got " + repr_of(v.ptr()) + at);
+      throw value_error(prefix() + "expected non-negative extents, got " + repr_of(v.ptr()) + at());
     out.push_back(e);
   };
   if (!PyBool_Check(shape.ptr()) && PyIndex_Check(shape.ptr())) {
@@ -232,13 +246,13 @@ std::vector<std::int64_t> parse_shape(nb::handle shape, const char* what) {
       extent(h, i++);
     }
   } else {
-    throw type_error(prefix + "expected an int or a sequence of ints, got " +
+    throw type_error(prefix() + "expected an int or a sequence of ints, got " +
                      type_name_of(shape.ptr()));
   }
   if (out.size() > ARRAYPORT_MAX_NDIM) {
     const Py_ssize_t n = PySequence_Size(shape.ptr());
     if (n < 0) throw nb::python_error();
-    throw value_error(prefix + "at most " + std::to_string(ARRAYPORT_MAX_NDIM) +
+    throw value_error(prefix() + "at most " + std::to_string(ARRAYPORT_MAX_NDIM) +
                       " dimensions, got " + std::to_string(n));
   }
   return out;
