@@ -46,7 +46,7 @@ void write_label(char (&out)[96], const char* op_name, const char* name) {
 
 // The label of (op_name, name), the bridge's name for an operand that is not an Array or a
 // scalar, made once a pair and kept for the process (at most label_slots of them; nullptr past
-// that): writing it each call took 160 instructions an operand, 6 % of a small op's call. The
+// that): writing it each call took 160 instructions an operand, 4 % of a small op's call. The
 // names are static strings (operands.hpp), so their addresses identify them.
 constexpr std::size_t label_slots = 512;
 struct label_slot {
