@@ -129,6 +129,11 @@ ARRAYPORT_AVX512 __attribute__((always_inline)) inline __m256 pow8(__m512d z, __
   return _mm512_cvtpd_ps(_mm512_scalef_pd(e, n16));
 }
 
+// Half h (0: the low eight lanes, 1: the high eight) of a vector of sixteen.
+ARRAYPORT_AVX512 __attribute__((always_inline)) inline __m256i half(__m512i v, int h) {
+  return h ? _mm512_extracti64x4_epi64(v, 1) : _mm512_castsi512_si256(v);
+}
+
 }  // namespace
 
 // Not instrumented by AddressSanitizer: with detect_stack_use_after_return, GCC 12 puts this
@@ -158,16 +163,11 @@ ARRAYPORT_AVX512 __attribute__((no_sanitize_address)) void powf_avx512(const flo
     const __m512i k = _mm512_srai_epi32(above, 23), index = _mm512_srli_epi32(above, 19);
     float r[16];
     float* dst = m == 16 ? out + i : r;
-    _mm256_storeu_ps(dst,
-                     pow8(_mm512_cvtps_pd(_mm512_castps512_ps256(_mm512_castsi512_ps(iz))),
-                          _mm512_cvtepi32_pd(_mm512_castsi512_si256(k)),
-                          _mm512_cvtepi32_epi64(_mm512_castsi512_si256(index)),
-                          _mm512_cvtps_pd(_mm256_castsi256_ps(_mm512_castsi512_si256(y39))), c));
-    _mm256_storeu_ps(
-        dst + 8, pow8(_mm512_cvtps_pd(_mm256_castsi256_ps(_mm512_extracti64x4_epi64(iz, 1))),
-                      _mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(k, 1)),
-                      _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(index, 1)),
-                      _mm512_cvtps_pd(_mm256_castsi256_ps(_mm512_extracti64x4_epi64(y39, 1))), c));
+    for (int h = 0; h < 2; ++h)
+      _mm256_storeu_ps(dst + 8 * h,
+                       pow8(_mm512_cvtps_pd(_mm256_castsi256_ps(half(iz, h))),
+                            _mm512_cvtepi32_pd(half(k, h)), _mm512_cvtepi32_epi64(half(index, h)),
+                            _mm512_cvtps_pd(_mm256_castsi256_ps(half(y39, h))), c));
     // Lanes whose x is not a positive normal float or whose y is not finite take the C
     // library's powf (its special cases; their results are mostly exact).
     const __mmask16 normal_x = _mm512_cmplt_epu32_mask(
