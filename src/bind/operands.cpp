@@ -69,8 +69,9 @@ const char* cached_label(const char* op_name, const char* name) {
         if (!pass) break;
         char text[96];
         write_label(text, op_name, name);
-        char* kept = new char[std::strlen(text) + 1];
-        std::memcpy(kept, text, std::strlen(text) + 1);
+        const std::size_t size = std::strlen(text) + 1;
+        char* kept = new char[size];
+        std::memcpy(kept, text, size);
         e.op.store(op_name, std::memory_order_relaxed);
         e.arg.store(name, std::memory_order_relaxed);
         e.label.store(kept, std::memory_order_release);

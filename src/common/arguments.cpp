@@ -64,13 +64,13 @@ nb::object index_arg(PyObject* obj, const std::string& prefix, const char* expec
 
 namespace {
 
-// index_arg's result, an int taken as it is (PyNumber_Index returns an int itself); the message
-// prefix, prefix(), is made only where index_arg needs it: the strings made on every call were
-// half of empty()'s.
-template <class Prefix>
-nb::object index_of(PyObject* obj, Prefix prefix, const char* expected) {
+// index_arg's result: an int is taken as it is (PyNumber_Index returns an int itself), anything
+// else through `other` (an index_arg call), so that its message strings are made only then: the
+// strings made on every call were half of empty()'s.
+template <class Other>
+nb::object index_of(PyObject* obj, Other other) {
   if (PyLong_Check(obj) && !PyBool_Check(obj)) return nb::borrow(obj);
-  return index_arg(obj, prefix(), expected);
+  return other();
 }
 
 }  // namespace
@@ -78,7 +78,7 @@ nb::object index_of(PyObject* obj, Prefix prefix, const char* expected) {
 std::int64_t int_arg(PyObject* obj, const char* what, const char* name, std::int64_t lo,
                      std::int64_t hi, const char* expected) {
   const auto prefix = [&] { return arg_prefix(what, name); };
-  nb::object v = index_of(obj, prefix, expected);
+  nb::object v = index_of(obj, [&] { return index_arg(obj, prefix(), expected); });
   int overflow = 0;
   const long long i = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
   if (i == -1 && PyErr_Occurred()) throw nb::python_error();
@@ -112,7 +112,7 @@ std::optional<int> device_arg(PyObject* obj, const char* what, const char* name,
                        (none_ok ? "None, an int or an arrayport.cuda.Device"
                                 : "an int or an arrayport.cuda.Device") +
                        ", got " + type_name_of(obj));
-    v = index_of(obj, prefix, "a device index");
+    v = index_of(obj, [&] { return index_arg(obj, prefix(), "a device index"); });
   }
   int overflow = 0;
   const long long i = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
@@ -226,8 +226,8 @@ std::vector<std::int64_t> parse_shape(nb::handle shape, const char* what) {
     const auto at = [&] { return " at dimension " + std::to_string(i); };
     if (PyBool_Check(h.ptr()) || !PyIndex_Check(h.ptr()))
       throw type_error(prefix() + "expected ints, got " + type_name_of(h.ptr()) + at());
-    nb::object v = PyLong_Check(h.ptr()) ? nb::borrow(h)
-                                         : index_arg(h.ptr(), prefix(), ("ints" + at()).c_str());
+    nb::object v =
+        index_of(h.ptr(), [&] { return index_arg(h.ptr(), prefix(), ("ints" + at()).c_str()); });
     int overflow = 0;
     const long long e = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
     if (e == -1 && PyErr_Occurred()) throw nb::python_error();
