@@ -1,7 +1,7 @@
 // The CPU kernels' thread pool (src/ops/cpu/parallel.cpp): every index covered exactly once, by
 // jobs back to back (workers polling), jobs after a pause (workers asleep and woken), and jobs
-// submitted from several threads at once (the pool busy: the caller runs them alone). Also run
-// under ThreadSanitizer by .ci/sanitize.
+// submitted from several threads at once (the pool busy: the caller runs them alone), and each
+// thread's range kept from job to job. Also run under ThreadSanitizer by .ci/sanitize.
 #include "ops/cpu/parallel.hpp"
 
 #include <gtest/gtest.h>
@@ -59,6 +59,28 @@ TEST(ThreadPool, JobsFromSeveralThreadsAtOnceCoverEveryIndexOnce) {
     });
   for (auto& th : threads) th.join();
   EXPECT_EQ(failures.load(), 0);
+}
+
+// A thread keeps its part of the data from job to job, so what is in its cache stays there: the
+// chunks are in one contiguous range a thread, the caller's first. 2T chunks over T threads: the
+// caller runs chunks 0 and 1 (taken in turn, it ran 0 and another). Each chunk is long enough
+// that no worker finishes its own range first; one job in ten may miss, for a descheduled caller.
+TEST(ThreadPool, TheCallerRunsTheFirstRangeJobAfterJob) {
+  const int threads = cpu::thread_count();
+  if (threads < 2) GTEST_SKIP() << "one thread: nothing to share";
+  const std::thread::id caller = std::this_thread::get_id();
+  int kept = 0;
+  constexpr int jobs = 50;
+  for (int job = 0; job < jobs; ++job) {
+    std::atomic<unsigned> by_caller{0};  // bit k: the caller ran chunk k
+    cpu::parallel_for(2 * threads, 1, [&](std::int64_t b, std::int64_t e) {
+      for (std::int64_t k = b; k < e; ++k)
+        if (std::this_thread::get_id() == caller && k < 32) by_caller.fetch_or(1u << k);
+      std::this_thread::sleep_for(std::chrono::microseconds(300));
+    });
+    kept += by_caller.load() == 3u;
+  }
+  EXPECT_GE(kept, jobs * 9 / 10);
 }
 
 TEST(ThreadPool, ReportsAtLeastOneThread) { EXPECT_GE(cpu::thread_count(), 1); }

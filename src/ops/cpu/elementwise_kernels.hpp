@@ -29,7 +29,7 @@ template <op_id Op>
 constexpr std::int64_t parallel_grain() noexcept {
   const bool costly = Op == op_id::exp || Op == op_id::log || Op == op_id::sin ||
                       Op == op_id::cos || Op == op_id::tanh || Op == op_id::power;
-  return std::int64_t(1) << (costly ? 13 : 16);
+  return std::int64_t(1) << (costly ? 13 : 15);
 }
 
 template <class A>
@@ -48,16 +48,18 @@ struct scalar_get {
 // baseline's SSE2 narrows compares to bools and tests floats 2-4x slower than NumPy's AVX2
 // loops. A CPU without AVX2 (before 2013, and some low-end ones since) takes the strided loop:
 // a second, SSE2 copy of every flat loop took 14% of these files' compile time.
+// Every loop takes its functor and getters by value: through a reference, a store to out (bool,
+// or a may_alias vector) could change the array pointers, which were then reloaded every step
+// (docs/benchmarks.md, "Operands' getters by value").
 template <class O, class F, class... G>
 __attribute__((target("avx2"))) void flat_loop(O* __restrict__ out, std::int64_t begin,
-                                               std::int64_t end, const F& f, const G&... get) {
+                                               std::int64_t end, F f, G... get) {
   for (std::int64_t i = begin; i < end; ++i) out[i] = convert<O>(f(get(i)...));
 }
 inline bool has_flat_loops() noexcept { return has_avx2(); }
 #else
 template <class O, class F, class... G>
-void flat_loop(O* __restrict__ out, std::int64_t begin, std::int64_t end, const F& f,
-               const G&... get) {
+void flat_loop(O* __restrict__ out, std::int64_t begin, std::int64_t end, F f, G... get) {
   for (std::int64_t i = begin; i < end; ++i) out[i] = convert<O>(f(get(i)...));
 }
 constexpr bool has_flat_loops() noexcept { return true; }
@@ -114,7 +116,7 @@ __attribute__((target("avx2"), always_inline)) inline __m256i mask_of(V a, V b =
 // Elements [begin, begin + 32k) of out; returns where the scalar loop takes over.
 template <op_id Op, class S, class... G>
 __attribute__((target("avx2"))) std::int64_t mask_loop_avx2(bool* out, std::int64_t begin,
-                                                            std::int64_t end, const G&... get) {
+                                                            std::int64_t end, G... get) {
   typedef S V __attribute__((vector_size(32)));
   constexpr int W = 32 / sizeof(S), K = 32 / W;  // lanes a vector, vectors a step
   const __m256i one = _mm256_set1_epi8(1);
@@ -192,7 +194,7 @@ template <op_id Op, class S, class... G>
 __attribute__((target("avx512f,avx512bw"))) std::int64_t mask_loop_avx512(bool* out,
                                                                           std::int64_t begin,
                                                                           std::int64_t end,
-                                                                          const G&... get) {
+                                                                          G... get) {
   typedef S V __attribute__((vector_size(64)));
   constexpr int W = 64 / sizeof(S);
   std::int64_t i = begin;
@@ -221,8 +223,8 @@ __attribute__((target("avx512f,avx512bw"))) std::int64_t mask_loop_avx512(bool* 
     }                                                                                           \
   }                                                                                             \
   template <op_id Op, class S, class... G>                                                      \
-  __attribute__((target(Target))) std::int64_t select_loop_##Bytes(                             \
-      S* out, std::int64_t begin, std::int64_t end, const G&... get) {                          \
+  __attribute__((target(Target)))                                                               \
+  std::int64_t select_loop_##Bytes(S* out, std::int64_t begin, std::int64_t end, G... get) {    \
     typedef S V __attribute__((vector_size(Bytes)));                                            \
     constexpr int W = Bytes / sizeof(S);                                                        \
     std::int64_t i = begin;                                                                     \
